@@ -1,0 +1,93 @@
+"""The judge protocol: a finished trajectory (or a group of them) in, scores in [0, 1] out.
+
+Pointwise judges score one trajectory and inherit group scoring; verifiers are pointwise
+judges that are deterministic and synchronous, so envs can call them inside `step`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, Field
+
+from ..trajectory import Group, Trajectory
+
+T = TypeVar("T")
+
+
+class JudgeScore(BaseModel):
+    """One trajectory's score in [0, 1], why, and the named components behind it."""
+
+    score: float = Field(ge=0.0, le=1.0)
+    explanation: str = ""
+    components: dict[str, float] = Field(default_factory=dict)
+
+
+class Judge(ABC):
+    """Scores groups of trajectories of one scenario.
+
+    `relative` judges (RULER-style) need the whole group at once; pointwise ones do not.
+    """
+
+    relative: ClassVar[bool] = False
+
+    @abstractmethod
+    async def score_group(self, group: Group) -> list[JudgeScore]:
+        """One score per trajectory, in the group's order."""
+
+    def score_group_sync(self, group: Group) -> list[JudgeScore]:
+        """`score_group` for synchronous callers (works inside a running event loop too)."""
+        return run_sync(self.score_group(group))
+
+    def score_one_sync(self, trajectory: Trajectory) -> JudgeScore:
+        """Score a lone trajectory (a group of one) from synchronous code, e.g. `env.step`."""
+        return self.score_group_sync(Group(scenario_id=trajectory.scenario_id, trajectories=[trajectory]))[0]
+
+
+class PointwiseJudge(Judge):
+    """A judge that scores each trajectory on its own."""
+
+    @abstractmethod
+    async def score(self, trajectory: Trajectory) -> JudgeScore:
+        """Score one trajectory."""
+
+    async def score_group(self, group: Group) -> list[JudgeScore]:
+        return list(await asyncio.gather(*(self.score(t) for t in group.trajectories)))
+
+    def score_sync(self, trajectory: Trajectory) -> JudgeScore:
+        """`score` for synchronous callers."""
+        return run_sync(self.score(trajectory))
+
+
+class Verifier(PointwiseJudge):
+    """A deterministic, synchronous judge (no LLM): implement `verify`."""
+
+    @abstractmethod
+    def verify(self, trajectory: Trajectory) -> JudgeScore:
+        """Score one trajectory from its messages and ``info["task"]``."""
+
+    async def score(self, trajectory: Trajectory) -> JudgeScore:
+        return self.verify(trajectory)
+
+    def score_sync(self, trajectory: Trajectory) -> JudgeScore:
+        return self.verify(trajectory)
+
+    def score_one_sync(self, trajectory: Trajectory) -> JudgeScore:
+        return self.verify(trajectory)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even if an event loop is running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+__all__ = ["Judge", "JudgeScore", "PointwiseJudge", "Verifier", "run_sync"]

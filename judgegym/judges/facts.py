@@ -1,0 +1,82 @@
+"""Checkable facts in free text: numbers, amounts, emails and phone numbers.
+
+Verifiers compare answers with gold facts and with the context an agent saw through these
+canonical forms, so "$1,299.00", "1299" and "1,299" are the same fact. Number words
+("twelve") are not recognised.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The lookbehind makes a match start only at the beginning of a run, keeping the scan linear.
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
+# A phone number: "+" or parentheses or dashes (bare space-separated numbers are just numbers).
+_PHONE = re.compile(r"(?<![\w.])\+?\(?\d{1,4}\)?(?:[ -]\(?\d{2,4}\)?){1,5}(?!\w)")
+_PHONE_MARK = re.compile(r"[+(-]")
+_PHONE_PLAIN = re.compile(r"(?<![\w.])(?:\+?1[ .])?\d{3}([ .])\d{3}\1\d{4}(?![\w]|\.\d)")  # "555 014 2233", "555.014.2233"
+_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_CITATION = re.compile(r"\[[^\[\]\s]{1,128}\]")
+_LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
+_NUMBER = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)*")
+_SPACE = re.compile(r"\s+")
+
+
+def canonical_number(token: str) -> str:
+    """"1,299.00" -> "1299", "3.50" -> "3.5"; dotted versions ("2.3.1") stay as they are."""
+    token = token.replace(",", "")
+    if token.count(".") > 1:
+        return token
+    whole, _, fraction = token.partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+def extract_entities(text: str) -> set[str]:
+    """Canonical checkable entities: ``email:...``, ``phone:<digits>``, ``date:YYYY-MM-DD``,
+    ``num:<number>``.
+
+    Citations like ``[doc-12]`` and list markers ("1. ") are ignored; a phone number's
+    digits are not also counted as numbers.
+    """
+    entities: set[str] = set()
+    text = _CITATION.sub(" ", text)
+    for match in _EMAIL.findall(text):
+        entities.add(f"email:{match.lower().rstrip('.')}")
+    text = _EMAIL.sub(" ", text)
+    for year, month, day in _DATE.findall(text):
+        entities.add(f"date:{year}-{month}-{day}")
+    text = _DATE.sub(" ", text)
+    for match in _PHONE_PLAIN.finditer(text):
+        entities.add(f"phone:{re.sub(r'[^0-9]', '', match.group())[-10:]}")
+    text = _PHONE_PLAIN.sub(" ", text)
+    for match in _PHONE.findall(text):
+        digits = re.sub(r"\D", "", match)
+        if len(digits) >= 7 and _PHONE_MARK.search(match):
+            entities.add(f"phone:{digits[-10:]}")  # "+1 555 014 2233" == "555-014-2233"
+            text = text.replace(match, " ")
+    text = _LIST_MARKER.sub(" ", text)
+    entities.update(f"num:{canonical_number(m)}" for m in _NUMBER.findall(text))
+    return entities
+
+
+def normalize_text(text: str) -> str:
+    """Case-folded text with runs of whitespace collapsed, for substring matching."""
+    return _SPACE.sub(" ", text.casefold()).strip()
+
+
+def fact_present(fact: str, text: str, text_entities: set[str] | None = None) -> bool:
+    """Whether `text` states `fact`.
+
+    A fact with entities (numbers, emails, phones) is present when all of them occur in
+    the text; any other fact when its normalised form is a substring of the text's.
+    """
+    fact_entities = extract_entities(fact)
+    if fact_entities:
+        found = extract_entities(text) if text_entities is None else text_entities
+        return fact_entities <= found
+    needle = normalize_text(fact)
+    return bool(needle) and needle in normalize_text(text)
+
+
+__all__ = ["canonical_number", "extract_entities", "fact_present", "normalize_text"]

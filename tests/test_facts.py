@@ -1,0 +1,231 @@
+"""Tests for judgegym.judges.facts: canonical entities in free text and fact matching."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text
+
+PREFIXES = ("email:", "phone:", "date:", "num:")
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize(
+    ("token", "canonical"),
+    [
+        ("1,299.00", "1299"),
+        ("1299", "1299"),
+        ("1,299", "1299"),
+        ("3.50", "3.5"),
+        ("3.5", "3.5"),
+        ("10.0", "10"),
+        ("100", "100"),  # trailing zeros of integers are significant
+        ("1000", "1000"),
+        ("100.00", "100"),
+        ("007", "7"),
+        ("0", "0"),
+        ("0.00", "0"),
+        ("2.3.1", "2.3.1"),
+        ("10.20.30", "10.20.30"),
+    ],
+)
+def test_canonical_number(token, canonical):
+    assert canonical_number(token) == canonical
+
+
+@pytest.mark.parametrize("text", ["$1,299.00", "1299", "1,299", "USD 1,299.0", "costs $1299."])
+def test_amount_forms_are_one_entity(text):
+    assert extract_entities(text) == {"num:1299"}
+
+
+def test_decimal_trailing_zero():
+    assert extract_entities("3.50") == extract_entities("3.5") == {"num:3.5"}
+    assert extract_entities("3.05") != extract_entities("3.5")
+
+
+def test_version_number_kept_whole():
+    assert extract_entities("Update to version 2.3.1 today.") == {"num:2.3.1"}
+    assert extract_entities("2.3.1") != extract_entities("2.3")
+    assert extract_entities("2.3.1") != extract_entities("231")
+
+
+def test_sentence_final_period_not_part_of_number():
+    assert extract_entities("Refunds take 14 days. Shipping is 5.") == {"num:14", "num:5"}
+
+
+def test_distinct_numbers_stay_distinct():
+    assert extract_entities("100 and 10 and 1000") == {"num:100", "num:10", "num:1000"}
+    assert extract_entities("12") != extract_entities("120")
+
+
+# --------------------------------------------------------------------------- emails
+
+
+def test_email_case_insensitive():
+    assert extract_entities("Write to Support@ACME.com") == extract_entities("support@acme.COM") == {
+        "email:support@acme.com"
+    }
+
+
+def test_email_trailing_period_and_digits():
+    entities = extract_entities("Contact help2024@mail.acme-corp.co.uk.")
+    assert entities == {"email:help2024@mail.acme-corp.co.uk"}  # no num:2024 from inside the address
+
+
+def test_email_plus_and_dots():
+    assert extract_entities("john.doe+orders@example.org") == {"email:john.doe+orders@example.org"}
+
+
+# --------------------------------------------------------------------------- phones
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["555-014-2233", "(555) 014-2233", "555.014.2233", "555 014 2233", "+1 555 014 2233", "+1 (555) 014-2233", "+1-555-014-2233"],
+)
+def test_phone_formats_are_equal(text):
+    assert extract_entities(f"Call us at {text} today.") == {"phone:5550142233"}
+
+
+def test_seven_digit_phone():
+    assert extract_entities("Dial 555-0142.") == {"phone:5550142"}
+
+
+def test_phone_digits_not_counted_as_numbers():
+    entities = extract_entities("Call 555-014-2233 about order 1299.")
+    assert entities == {"phone:5550142233", "num:1299"}
+
+
+def test_short_dashed_number_is_not_a_phone():
+    assert not any(e.startswith("phone:") for e in extract_entities("Room 12-34"))
+
+
+def test_iso_date_not_taken_for_phone():
+    entities = extract_entities("Delivered on 2024-01-15.")
+    assert entities == {"date:2024-01-15"}
+    assert extract_entities("2024-01-15 and 555-014-2233") == {"date:2024-01-15", "phone:5550142233"}
+
+
+# --------------------------------------------------------------------------- citations and list markers
+
+
+@pytest.mark.parametrize("text", ["See [doc-12].", "[12]", "Sources: [kb-2024-01][doc-7]"])
+def test_citations_ignored(text):
+    assert extract_entities(text) == set()
+
+
+def test_citations_ignored_but_other_numbers_kept():
+    assert extract_entities("Shipping takes 3 days [doc-12].") == {"num:3"}
+
+
+def test_list_markers_ignored():
+    text = "1. Open the app\n2. Tap Settings\n  3) Choose Refund\n10. Confirm"
+    assert extract_entities(text) == set()
+
+
+def test_list_marker_ignored_but_item_numbers_kept():
+    assert extract_entities("1. Pay $25.00\n2. Wait 3 days") == {"num:25", "num:3"}
+
+
+def test_mixed_text():
+    text = (
+        "1. Email billing@acme.com or call +1 (555) 014-2233.\n"
+        "2. Refund of $1,299.00 arrives by 2024-02-01 [doc-3]."
+    )
+    assert extract_entities(text) == {"email:billing@acme.com", "phone:5550142233", "num:1299", "date:2024-02-01"}
+
+
+def test_no_entities():
+    assert extract_entities("") == set()
+    assert extract_entities("Free shipping on all orders!") == set()
+
+
+# --------------------------------------------------------------------------- fact_present
+
+
+def test_fact_present_numeric_in_other_format():
+    assert fact_present("The laptop costs 1299", "It is $1,299.00 including tax.")
+    assert fact_present("$3.50 fee", "a fee of 3.5 dollars")
+
+
+def test_fact_present_numeric_missing():
+    assert not fact_present("The laptop costs 1299", "It is $1,199.00.")
+    assert not fact_present("Refunds within 30 days", "Refunds within 3 days")
+
+
+def test_fact_present_needs_every_entity():
+    fact = "Email billing@acme.com or call 555-014-2233"
+    assert fact_present(fact, "call (555) 014-2233 or write BILLING@acme.com")
+    assert not fact_present(fact, "call (555) 014-2233")
+
+
+def test_fact_present_phone_with_country_code():
+    assert fact_present("Support line: 555-014-2233", "Phone +1 555 014 2233")
+
+
+def test_fact_present_non_numeric_is_normalised_substring():
+    assert fact_present("Free  Shipping", "We offer free\nshipping worldwide.")
+    assert fact_present("Hauptstraße", "HAUPTSTRASSE 5")  # case-folded, not just lower-cased
+    assert not fact_present("free returns", "We offer free shipping.")
+
+
+def test_fact_present_empty_fact_is_false():
+    assert not fact_present("", "anything")
+    assert not fact_present("   ", "anything at all")
+
+
+def test_fact_present_uses_given_entities():
+    assert fact_present("Costs 1299", "no numbers here", text_entities={"num:1299"})
+    assert not fact_present("Costs 1299", "Costs 1299", text_entities=set())
+
+
+def test_normalize_text():
+    assert normalize_text("  Hello\t\nWORLD  ") == "hello world"
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text())
+def test_property_extract_entities_never_raises(text):
+    entities = extract_entities(text)
+    assert isinstance(entities, set)
+    assert all(isinstance(e, str) and e.startswith(PREFIXES) for e in entities)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(list("0123456789.,-+() $@[]\n:ab")), max_size=40).map("".join))
+def test_property_extract_entities_never_raises_on_number_soup(text):
+    entities = extract_entities(text)
+    assert all(e.startswith(PREFIXES) for e in entities)
+    assert fact_present(text, text) in (True, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(min_value=0))
+def test_property_formatted_amount_equals_plain_number(n):
+    formatted = f"${n:,}.00"
+    assert extract_entities(formatted) == extract_entities(str(n)) == {f"num:{n}"}
+    assert fact_present(str(n), f"The total is {formatted}.")
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(min_value=0, max_value=10**9), cents=st.integers(min_value=0, max_value=99))
+def test_property_trailing_zeros_of_decimals_do_not_matter(n, cents):
+    assert extract_entities(f"{n}.{cents:02d}") == extract_entities(f"{n}.{cents:02d}000")
+
+
+# --------------------------------------------------------------------------- bugs
+
+
+@pytest.mark.parametrize(
+    ("fact", "text"),
+    [("Order 1002", "Your orders are 1001 1002 1003."), ("12.50", "Options cost 12.50 13.75")],
+)
+def test_space_separated_numbers_are_not_a_phone(fact, text):
+    assert fact_present(fact, text)
