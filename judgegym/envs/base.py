@@ -1,0 +1,244 @@
+"""`ChatEnv`: the Gymnasium base class for multi-turn, tool-using chat tasks.
+
+Observations are the conversation so far (OpenAI message dicts); actions are assistant
+turns (text or message dicts). Tools run inside `step`; every malformed action becomes a
+message the agent can read. The terminal step carries the judge's reward.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+from ..judges.base import Judge, JudgeScore
+from ..parsing import ActionParser, HermesParser, ParsedCall, parse_action
+from ..spaces import ChatAction, Conversation
+from ..tools import DEFAULT_MAX_OUTPUT_CHARS, ToolSet
+from ..trajectory import Message, TerminationReason, Trajectory
+
+
+@dataclass
+class Episode:
+    """What a subclass's `_start` returns: one scenario, ready to play.
+
+    `task` is the JSON-able grading data stored in ``Trajectory.info["task"]`` so judges can
+    re-score the trajectory later without the env.
+    """
+
+    scenario_id: str
+    messages: list[Message]
+    tools: ToolSet
+    task: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
+    """A multi-turn chat task with tools, judged at the end of the episode.
+
+    Episode flow: `reset` returns the opening messages (system prompt, user turn) and, in
+    ``info["tools"]``, the tool schemas. Each `step` takes one assistant turn:
+
+    - tool calls (native ``tool_calls`` or ``<tool_call>`` text blocks) run in order and
+      their results are appended as ``tool`` messages; reward 0;
+    - text without calls is handed to `_on_text`; by default it is the final answer and
+      the episode terminates;
+    - a junk or empty action appends a ``user`` message explaining the problem (a format
+      error, reward 0) and the episode goes on.
+
+    `max_turns` assistant turns or more than `max_tool_calls` tool calls truncate the
+    episode. At the end (terminated or truncated) the judge scores the trajectory; the
+    step's reward is its score and ``info`` holds ``trajectory``, ``judge_score``,
+    ``components`` and ``termination``.
+
+    Subclasses implement `_start` (build an `Episode` for a seed / options) and
+    `default_judge`, and may override `_on_text` (e.g. a simulated user replying).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(
+        self,
+        *,
+        judge: Judge | None = None,
+        parser: ActionParser | None = None,
+        max_turns: int = 10,
+        max_tool_calls: int = 20,
+        max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        render_mode: str | None = None,
+    ):
+        if max_turns < 1 or max_tool_calls < 0:
+            raise ValueError(f"need max_turns >= 1 and max_tool_calls >= 0, got {max_turns} and {max_tool_calls}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.judge = judge if judge is not None else self.default_judge()
+        if self.judge.relative:
+            raise ValueError(
+                f"{type(self.judge).__name__} is a relative judge and needs whole groups; "
+                "use the group vector env (gym.make_vec) or call judge.score_group yourself"
+            )
+        self.parser = parser or HermesParser()
+        self.max_turns = max_turns
+        self.max_tool_calls = max_tool_calls
+        self.max_tool_output_chars = max_tool_output_chars
+        self.render_mode = render_mode
+        self.observation_space = Conversation()
+        self.action_space = ChatAction()
+        self._episode: Episode | None = None
+        self._messages: list[Message] = []
+        self._observation: list[dict[str, Any]] = []
+        self._done = False
+        self._seed: int | None = None
+        self._counters: dict[str, int] = {}
+
+    # -- subclass API -------------------------------------------------------------------
+
+    @abstractmethod
+    def _start(self, seed: int, options: dict[str, Any]) -> Episode:
+        """Build the episode for `seed` (options may name a scenario instead)."""
+
+    @abstractmethod
+    def default_judge(self) -> Judge:
+        """The judge used when none is given: the task's verifier."""
+
+    def _on_text(self, content: str) -> TerminationReason | None:
+        """Handle an assistant turn without tool calls; return why the episode ends, or None."""
+        return TerminationReason.FINAL_ANSWER
+
+    # -- Gymnasium API ------------------------------------------------------------------
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the current episode's tools ([] before `reset`)."""
+        return self._episode.tools.schemas if self._episode else []
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Start an episode. The same `seed` gives the same scenario; without one, a seed is
+        drawn from the env's generator. Returns (conversation, info) where info holds
+        ``scenario_id``, ``seed``, ``tools`` (schemas) and ``task`` (grading data)."""
+        super().reset(seed=seed)
+        scenario_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        self._seed = scenario_seed
+        self._episode = self._start(scenario_seed, dict(options or {}))
+        self._episode.tools.max_output_chars = self.max_tool_output_chars
+        self._messages, self._observation = [], []
+        for message in self._episode.messages:
+            self._append(message)
+        self._done = False
+        self._counters = {"turns": 0, "tool_calls": 0, "tool_errors": 0, "format_errors": 0}
+        info = {
+            "scenario_id": self._episode.scenario_id,
+            "seed": scenario_seed,
+            "tools": self._episode.tools.schemas,
+            "task": self._episode.task,
+            **self._episode.info,
+        }
+        return list(self._observation), info
+
+    def step(self, action: Any) -> tuple[list[dict[str, Any]], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Play one assistant turn. Never raises for a malformed action (see class docs)."""
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            raise RuntimeError("this episode has ended; call reset() to start another")
+        self._counters["turns"] += 1
+        parsed = parse_action(action, self.parser, f"call_{self._counters['turns']}_")
+        reason: TerminationReason | None = None
+        if parsed.error or not (parsed.calls or (parsed.content or "").strip()):
+            self._counters["format_errors"] += 1
+            problem = parsed.error or "the turn was empty"
+            self._append(Message(role="user", content=f"[format error] Your last turn could not be used: {problem}. "
+                                 "Call a tool, or reply with your final answer as plain text."))
+        elif parsed.calls:
+            self._append(parsed.assistant_message())
+            reason = self._run_calls(parsed.calls)
+        else:
+            self._append(parsed.assistant_message())
+            reason = self._on_text(parsed.content or "")
+        if reason is None and self._counters["turns"] >= self.max_turns:
+            reason = TerminationReason.MAX_TURNS
+        if self.render_mode == "human":
+            self.render()
+        if reason is None:
+            return list(self._observation), 0.0, False, False, {"turn": self._counters["turns"]}
+        return self._finish(reason)
+
+    def render(self) -> str | None:
+        """"ansi": the conversation as text; "human": print it."""
+        text = "\n".join(_render_message(m) for m in self._messages)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _append(self, message: Message) -> None:
+        self._messages.append(message)
+        self._observation.append(message.to_openai())
+
+    def _run_calls(self, calls: list[ParsedCall]) -> TerminationReason | None:
+        assert self._episode is not None
+        reason = None
+        for call in calls:
+            if self._counters["tool_calls"] >= self.max_tool_calls:
+                content = f"Not executed: the limit of {self.max_tool_calls} tool calls per episode was reached."
+                reason = TerminationReason.MAX_TOOL_CALLS
+            else:
+                self._counters["tool_calls"] += 1
+                if call.error:
+                    content, failed = f"Error: {call.error}.", True
+                else:
+                    result = self._episode.tools.execute(call.name, call.arguments)
+                    content, failed = result.content, not result.ok
+                self._counters["tool_errors"] += failed
+            self._append(Message(role="tool", tool_call_id=call.id, name=call.name or None, content=content))
+        return reason
+
+    def trajectory(self, termination: TerminationReason | None = None) -> Trajectory:
+        """The episode so far as a `Trajectory` (without reward until it is judged)."""
+        if self._episode is None:
+            raise RuntimeError("call reset() before asking for the trajectory")
+        return Trajectory(
+            scenario_id=self._episode.scenario_id,
+            env_id=self.spec.id if self.spec else type(self).__name__,
+            split=self._episode.info.get("split"),
+            seed=self._seed,
+            messages=list(self._messages),
+            tools=self._episode.tools.schemas,
+            termination=termination,
+            metrics={k: float(v) for k, v in self._counters.items()},
+            info={"task": self._episode.task},
+        )
+
+    def _finish(self, reason: TerminationReason) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        self._done = True
+        trajectory = self.trajectory(reason)
+        score: JudgeScore = self.judge.score_one_sync(trajectory)
+        trajectory.reward = score.score
+        trajectory.metrics.update(score.components)
+        trajectory.info["explanation"] = score.explanation
+        info = {
+            "trajectory": trajectory,
+            "judge_score": score,
+            "components": dict(score.components),
+            "termination": reason.value,
+            "turn": self._counters["turns"],
+        }
+        return list(self._observation), float(score.score), not reason.truncated, reason.truncated, info
+
+
+def _render_message(message: Message) -> str:
+    if message.tool_calls:
+        calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in message.tool_calls)
+        prefix = f"{message.content}\n  " if message.content else ""
+        return f"[assistant] {prefix}-> {calls}"
+    label = f"tool:{message.name}" if message.role == "tool" and message.name else message.role
+    return f"[{label}] {message.content or ''}"
+
+
+__all__ = ["ChatEnv", "Episode"]

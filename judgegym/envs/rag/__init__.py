@@ -1,0 +1,8 @@
+"""RagSupport-v0: grounded answers from a support knowledge base."""
+
+from .env import RagSupportEnv
+from .retrieval import KnowledgeBase
+from .scenario import Document, RagScenario, ScenarioFileError, load_scenarios
+from .verifier import RagVerifier
+
+__all__ = ["Document", "KnowledgeBase", "RagScenario", "RagSupportEnv", "RagVerifier", "ScenarioFileError", "load_scenarios"]

@@ -1,0 +1,99 @@
+"""RagSupport-v0 data: documents, scenarios, and the JSONL schema users load their own from.
+
+A generated scenario refers to its world's knowledge base; a user scenario carries its own
+documents. Both are `RagScenario` objects, so the env and the verifier see one type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Document(BaseModel):
+    """One knowledge-base article. `id` is what answers cite as ``[id]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    title: str
+    text: str
+
+
+class RagScenario(BaseModel):
+    """One question with everything needed to grade an answer to it.
+
+    `gold_facts` are atomic strings (numbers, amounts, names) a correct answer must state;
+    `distractor_facts` are values a confused agent would give (e.g. the sibling product's
+    warranty). For user scenarios `documents` is the knowledge base; generated scenarios
+    leave it empty and use their world's.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    gold_facts: list[str]
+    reference_answer: str
+    answerable: bool = True
+    supporting_doc_ids: list[str] = Field(default_factory=list)
+    distractor_facts: list[str] = Field(default_factory=list)
+    kind: str = "custom"
+    system_prompt: str | None = None
+    documents: list[Document] = Field(default_factory=list)
+
+
+class ScenarioFileError(ValueError):
+    """A user scenario file has a bad line; the message names the file, line and field."""
+
+
+def load_scenarios(path: str | Path) -> list[RagScenario]:
+    """Read user scenarios from JSONL, one `RagScenario` per non-blank line.
+
+    Raises `ScenarioFileError` naming the line number and the offending field, and
+    `FileNotFoundError` if the file does not exist.
+    """
+    path = Path(path)
+    scenarios: list[RagScenario] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ScenarioFileError(f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(raw, dict):
+                raise ScenarioFileError(f"{path}, line {lineno}: expected a JSON object, got {type(raw).__name__}")
+            try:
+                scenario = RagScenario.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                field = ".".join(str(part) for part in first["loc"]) or "<line>"
+                raise ScenarioFileError(f"{path}, line {lineno}: field '{field}': {first['msg']}") from None
+            if not scenario.documents:
+                raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': at least one document is required")
+            _check_references(scenario, path, lineno)
+            if scenario.id in seen:
+                raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
+            seen[scenario.id] = lineno
+            scenarios.append(scenario)
+    if not scenarios:
+        raise ScenarioFileError(f"{path}: no scenarios (the file is empty)")
+    return scenarios
+
+
+def _check_references(scenario: RagScenario, path: Path, lineno: int) -> None:
+    counts = Counter(doc.id for doc in scenario.documents)
+    duplicates = sorted(doc_id for doc_id, n in counts.items() if n > 1)
+    if duplicates:
+        raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': duplicate document ids {duplicates}")
+    missing = [doc_id for doc_id in scenario.supporting_doc_ids if doc_id not in counts]
+    if missing:
+        raise ScenarioFileError(f"{path}, line {lineno}: field 'supporting_doc_ids': unknown document ids {missing}")
+    if scenario.answerable and not scenario.gold_facts:
+        raise ScenarioFileError(f"{path}, line {lineno}: field 'gold_facts': an answerable scenario needs at least one gold fact")

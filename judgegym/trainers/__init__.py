@@ -1,0 +1,1 @@
+"""Trainers that turn judged groups into better policies (GRPO lands here)."""

@@ -1,0 +1,137 @@
+"""The RagSupport-v0 verifier: sanity bounds over many generated scenarios and each
+component on hand-made cases."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from judgegym import Trajectory
+from judgegym.envs.rag import RagSupportEnv, RagVerifier
+
+VERIFIER = RagVerifier()
+
+
+def read(doc_id):
+    return {"role": "assistant", "tool_calls": [{"id": f"r-{doc_id}", "type": "function",
+                                                 "function": {"name": "read", "arguments": json.dumps({"doc_id": doc_id})}}]}
+
+
+def play(env, seed, answer_for, kind=None):
+    """Read the supporting docs, then answer with answer_for(task); return (reward, info)."""
+    _, info = env.reset(seed=seed, options={"kind": kind} if kind else None)
+    task = info["task"]
+    for doc_id in task["supporting_doc_ids"]:
+        env.step(read(doc_id))
+    *_, reward, terminated, truncated, end = env.step(answer_for(task))
+    assert terminated and not truncated
+    return reward, end
+
+
+@pytest.fixture(scope="module")
+def env():
+    return RagSupportEnv(split="test", n_products=40, max_turns=10)
+
+
+def test_reference_answers_score_at_least_0_9(env):
+    rewards = [play(env, seed, lambda t: t["reference_answer"])[0] for seed in range(300)]
+    assert min(rewards) >= 0.9, sorted(rewards)[:5]
+
+
+@pytest.mark.parametrize("kind", ["single_fact", "multi_hop", "comparison"])
+def test_i_dont_know_on_answerable_scores_at_most_0_2(env, kind):
+    for seed in range(40):
+        reward, _ = play(env, seed, lambda t: "I don't know.", kind)
+        assert reward <= 0.2
+
+
+def _wrong_numbers(answer: str) -> str:
+    # Shift every number by a non-trivial amount while keeping the sentence fluent.
+    return re.sub(r"\d+", lambda m: str(int(m.group()) + 7), answer)
+
+
+@pytest.mark.parametrize("kind", ["single_fact", "multi_hop", "comparison"])
+def test_fluent_answer_with_wrong_numbers_is_clearly_below_the_correct_one(env, kind):
+    gaps = []
+    for seed in range(40):
+        right, _ = play(env, seed, lambda t: t["reference_answer"], kind)
+        _, info = env.reset(seed=seed, options={"kind": kind})
+        if not any(re.search(r"\d", f) for f in info["task"]["gold_facts"]):
+            continue  # nothing numeric to get wrong (e.g. an email address)
+        wrong, _ = play(env, seed, lambda t: _wrong_numbers(t["reference_answer"]), kind)
+        gaps.append(right - wrong)
+    assert gaps and min(gaps) >= 0.4, sorted(gaps)[:5]
+
+
+def test_unanswerable_rewards_abstention_not_a_confident_answer(env):
+    for seed in range(30):
+        abstain, end = play(env, seed, lambda t: t["reference_answer"], "unanswerable")
+        assert abstain >= 0.9 and end["components"]["abstained"] == 1.0
+        confident, end = play(env, seed, lambda t: "Yes, it is covered for 24 months.", "unanswerable")
+        assert confident == 0.0
+
+
+def test_components_are_logged(env):
+    _, end = play(env, 0, lambda t: t["reference_answer"], "single_fact")
+    assert {"recall", "grounding", "citation", "abstained", "length", "unsupported"} <= set(end["components"])
+    assert end["trajectory"].metrics["recall"] == 1.0
+
+
+def task_trajectory(answer, seen="", **task):
+    task = {"gold_facts": ["24 months"], "answerable": True, "supporting_doc_ids": ["a"], "distractor_facts": [], **task}
+    return Trajectory(scenario_id="t", info={"task": task}, messages=[
+        {"role": "system", "content": "Answer from the knowledge base."},
+        {"role": "user", "content": "How long is the warranty?"},
+        {"role": "tool", "tool_call_id": "1", "content": seen or "[a] Warranty\n\nThe Aurora has a 24-month warranty. [b] Shipping"},
+        {"role": "assistant", "content": answer},
+    ])
+
+
+def score(answer, **kwargs):
+    return VERIFIER.verify(task_trajectory(answer, **kwargs))
+
+
+def test_hallucinated_numbers_are_penalised():
+    clean = score("The warranty is 24 months [a].")
+    invented = score("The warranty is 24 months [a]; call 555-123-4567 or pay $19.99 to extend it.")
+    assert clean.score == 1.0
+    assert invented.components["unsupported"] == 2 and invented.score == pytest.approx(0.25)
+
+
+def test_citations_must_name_documents_the_agent_saw():
+    assert score("24 months [a].").components["citation"] == 1.0
+    assert score("24 months [b].").components["citation"] == 0.5  # seen, but not supporting
+    assert score("24 months [zzz].").components["citation"] == 0.0
+    assert score("24 months.").components["citation"] == 0.0
+    assert score("24 months [a].").score > score("24 months [zzz].").score
+
+
+def test_distractor_value_without_gold_is_penalised():
+    confused = score("The warranty is 12 months [a].", distractor_facts=["12 months"],
+                     seen="[a] The Aurora has 24 months; the Aurora Lite has 12 months.")
+    assert confused.components["distractor"] == 0.5 and confused.score == pytest.approx(0.5 * 0.2)
+
+
+def test_hedged_answer_is_halved_and_length_penalty_is_mild():
+    assert score("I'm not sure, but I think 24 months [a].").score == pytest.approx(0.5)
+    long = score("The warranty is 24 months [a]. " + "More words here. " * 100)
+    assert 0.8 <= long.score < 1.0
+
+
+def test_truncated_episode_without_answer_scores_zero():
+    trajectory = task_trajectory("x")
+    trajectory.messages.pop()
+    assert VERIFIER.verify(trajectory).score == 0.0
+
+
+def test_regrading_a_stored_trajectory_gives_the_same_score(env):
+    reward, end = play(env, 3, lambda t: t["reference_answer"])
+    stored = Trajectory.from_json(end["trajectory"].to_json())
+    assert VERIFIER.verify(stored).score == reward
+
+
+def test_missing_task_is_a_clear_error():
+    with pytest.raises(ValueError, match="no info\\['task'\\]"):
+        VERIFIER.verify(Trajectory(scenario_id="x"))
