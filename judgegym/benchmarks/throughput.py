@@ -1,0 +1,76 @@
+"""Env throughput: medians and p99 of `reset` and of `step` with a tool call.
+
+Run with ``judgegym bench`` (default: one RagSupport world of 2,000 products, over 10,000
+documents). The peer figure is the same searches through rank-bm25, the BM25 library many
+RAG environments use, measured in the same run when it is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    ms = np.asarray(samples) * 1e3
+    return {"median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)), "n": len(samples)}
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"role": "assistant", "tool_calls": [{"id": "c0", "type": "function",
+                                                 "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+def bench_env(n_products: int = 2000, episodes: int = 1000, split: str = "test") -> dict[str, Any]:
+    """Time `episodes` rounds of reset -> search -> read -> answer on one cached world."""
+    env = gym.make("RagSupport-v0", split=split, n_products=n_products, n_worlds=1)
+    start = time.perf_counter()
+    env.reset(seed=0)
+    cold = time.perf_counter() - start
+    timings: dict[str, list[float]] = {"reset": [], "step_search": [], "step_read": [], "step_answer": []}
+    questions: list[str] = []
+    for seed in range(episodes):
+        t0 = time.perf_counter()
+        observation, _ = env.reset(seed=seed)
+        t1 = time.perf_counter()
+        question = observation[1]["content"]
+        questions.append(question)
+        observation, *_ = env.step(_call("search", query=question, k=5))
+        t2 = time.perf_counter()
+        ids = re.findall(r"^\[([^\]\s]+)\]", observation[-1]["content"], re.MULTILINE)
+        env.step(_call("read", doc_id=ids[0] if ids else "missing"))
+        t3 = time.perf_counter()
+        env.step("I could not find this; I can escalate it to a human support agent.")
+        t4 = time.perf_counter()
+        for key, value in zip(timings, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            timings[key].append(value)
+    kb = env.unwrapped._kb
+    result: dict[str, Any] = {"documents": len(kb), "cold_reset_s": cold, "episodes": episodes}
+    result.update({key: _stats(values) for key, values in timings.items()})
+    peer = _rank_bm25_search(kb.documents, questions)
+    if peer is not None:
+        result["peer_rank_bm25_search"] = peer
+        result["search_speedup_vs_rank_bm25"] = peer["median_ms"] / result["step_search"]["median_ms"]
+    env.close()
+    return result
+
+
+def _rank_bm25_search(documents: list[Any], questions: list[str]) -> dict[str, float] | None:
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError:
+        return None
+    tokenize = re.compile(r"\w+").findall
+    index = BM25Okapi([tokenize(f"{d.title}\n{d.text}".lower()) for d in documents])
+    samples = []
+    for question in questions[:200]:
+        t0 = time.perf_counter()
+        scores = index.get_scores(tokenize(question.lower()))
+        np.argpartition(-scores, 4)[:5]
+        samples.append(time.perf_counter() - t0)
+    return _stats(samples)

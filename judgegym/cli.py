@@ -1,0 +1,159 @@
+"""The `judgegym` command line: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import envs
+from .agents import make_agent
+from .benchmarks.eval import EvalSummary, evaluate, summarize
+from .trajectory import Trajectory, write_jsonl
+
+app = typer.Typer(help="Gymnasium environments and judges for training LLM agents.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+console = Console()
+
+# Components worth a column, in this order, when present.
+_COLUMNS = ("recall", "grounding", "citation", "abstained", "turns", "tool_calls", "tool_errors", "format_errors")
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--env-arg expects KEY=VALUE, got {pair!r}")
+        try:
+            kwargs[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key.strip()] = value
+    return kwargs
+
+
+def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    import gymnasium as gym
+
+    if env_id.removeprefix("judgegym:") not in envs.ENVIRONMENTS:
+        raise _fail(f"unknown env {env_id!r}; judgegym envs: {', '.join(envs.ENVIRONMENTS)}")
+    try:
+        gym.make(env_id, **env_kwargs).close()
+    except (TypeError, ValueError, FileNotFoundError) as exc:
+        raise _fail(f"cannot make {env_id} with {env_kwargs}: {exc}") from None
+
+
+@app.command("eval")
+def eval_command(
+    env: Annotated[str, typer.Option("--env", help="Environment id, e.g. RagSupport-v0.")] = "RagSupport-v0",
+    agent: Annotated[list[str], typer.Option("--agent", help="Agent spec; repeat to compare agents.")] = ["search-quote"],  # noqa: B006
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes per agent (seeds SEED .. SEED+N-1).")] = 50,
+    split: Annotated[str, typer.Option(help="Scenario split: train or test.")] = "test",
+    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    scenarios: Annotated[Path | None, typer.Option(help="JSONL file of your own scenarios (replaces the split).")] = None,
+    env_arg: Annotated[list[str], typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")] = [],  # noqa: B006
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 8,
+    out: Annotated[Path | None, typer.Option(help="Write the judged trajectories here (JSONL).")] = None,
+) -> None:
+    """Play agents on an env and print mean reward (95% bootstrap CI) and component means."""
+    env_kwargs = {"split": split, **_parse_env_args(env_arg)}
+    if scenarios is not None:
+        if not scenarios.exists():
+            raise _fail(f"scenario file {scenarios} does not exist")
+        env_kwargs["scenarios"] = str(scenarios)
+    try:
+        agents = [make_agent(spec) for spec in agent]
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    _check_env(env, env_kwargs)
+    summaries: list[EvalSummary] = []
+    everything: list[Trajectory] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("reward {task.fields[reward]:.3f}"),
+                  TimeElapsedColumn(), console=console) as progress:
+        for player in agents:
+            task = progress.add_task(f"{player.name} on {env}", total=episodes, reward=0.0)
+            total = [0.0, 0]
+
+            def advance(t: Trajectory, task: Any = task, total: list[Any] = total) -> None:
+                total[0] += t.reward or 0.0
+                total[1] += 1
+                progress.update(task, advance=1, reward=total[0] / total[1])
+
+            trajectories = asyncio.run(evaluate(env, player, episodes=episodes, seed=seed, concurrency=concurrency,
+                                                env_kwargs=env_kwargs, on_episode=advance))
+            summaries.append(summarize(trajectories))
+            everything += trajectories
+    console.print(summary_table(summaries))
+    if out is not None:
+        write_jsonl(out, everything)
+        console.print(f"{len(everything)} trajectories written to {out}")
+
+
+def summary_table(summaries: list[EvalSummary]) -> Table:
+    """A rich table: one row per agent, reward with CI, per-kind rewards, components."""
+    first = summaries[0]
+    kinds = sorted({k for s in summaries for k in s.by_kind})
+    columns = [c for c in _COLUMNS if any(c in s.components for s in summaries)]
+    table = Table(title=f"{first.env_id} ({first.split} split, {first.episodes} episodes per agent)")
+    for header in ["agent", "reward (95% CI)", *kinds, *columns]:
+        table.add_column(header, justify="left" if header == "agent" else "right")
+    for s in summaries:
+        table.add_row(
+            s.agent,
+            f"{s.mean_reward:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]",
+            *[f"{s.by_kind[k]:.3f}" if k in s.by_kind else "-" for k in kinds],
+            *[f"{s.components.get(c, float('nan')):.2f}" for c in columns],
+        )
+    return table
+
+
+@app.command("envs")
+def envs_command() -> None:
+    """List the registered environments."""
+    for env_id, entry_point in envs.ENVIRONMENTS.items():
+        console.print(f"{env_id}\t{entry_point}")
+
+
+@app.command("bench")
+def bench_command(
+    env: Annotated[str, typer.Option("--env", help="Environment id.")] = "RagSupport-v0",
+    n_products: Annotated[int, typer.Option(help="Products per world (2000 gives over 10,000 documents).")] = 2000,
+    episodes: Annotated[int, typer.Option(min=10, help="Timed resets; each is followed by a search step.")] = 1000,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON.")] = None,
+) -> None:
+    """Time reset and a search step: medians and p99 (one world, index cached)."""
+    from .benchmarks.throughput import bench_env
+
+    if env.removeprefix("judgegym:") != "RagSupport-v0":
+        raise _fail("only RagSupport-v0 has a step benchmark so far")
+    result = bench_env(n_products=n_products, episodes=episodes)
+    table = Table(title=f"{env}: {result['documents']} documents, {episodes} episodes")
+    for header in ("operation", "median (ms)", "p99 (ms)"):
+        table.add_column(header, justify="right")
+    for name in ("reset", "step_search", "step_read", "peer_rank_bm25_search"):
+        if name in result:
+            table.add_row(name, f"{result[name]['median_ms']:.3f}", f"{result[name]['p99_ms']:.3f}")
+    console.print(table)
+    console.print(f"first reset (world generation + BM25 index): {result['cold_reset_s']:.2f} s")
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+def main() -> None:
+    """Entry point of the `judgegym` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The command line: eval prints a table and writes JSONL; wrong arguments get clear errors."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from judgegym import cli, read_jsonl
+from judgegym.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch):
+    monkeypatch.setattr(cli, "console", Console(width=200))
+
+
+def test_eval_prints_table_and_writes_trajectories(tmp_path):
+    out = tmp_path / "runs" / "x.jsonl"
+    result = runner.invoke(app, ["eval", "--env", "RagSupport-v0", "--agent", "oracle", "--agent", "unhelpful",
+                                 "--episodes", "6", "--split", "test", "--env-arg", "n_products=20", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "reward (95% CI)" in result.output and "oracle" in result.output and "unhelpful" in result.output
+    trajectories = read_jsonl(out)
+    assert len(trajectories) == 12
+    assert {t.info["agent"] for t in trajectories} == {"oracle", "unhelpful"}
+    assert [t.seed for t in trajectories[:6]] == list(range(6))
+    oracle = [t.reward for t in trajectories if t.info["agent"] == "oracle"]
+    unhelpful = [t.reward for t in trajectories if t.info["agent"] == "unhelpful"]
+    assert min(oracle) >= 0.9 and max(unhelpful) <= 0.2
+
+
+def test_unknown_agent_lists_the_known_ones():
+    result = runner.invoke(app, ["eval", "--agent", "gpt-17", "--episodes", "1"])
+    assert result.exit_code == 2
+    assert "unknown agent 'gpt-17'" in result.output and "search-quote" in result.output
+
+
+def test_unknown_env_lists_the_known_ones():
+    result = runner.invoke(app, ["eval", "--env", "Nope-v0", "--episodes", "1"])
+    assert result.exit_code == 2 and "RagSupport-v0" in result.output
+
+
+def test_bad_env_args_and_split_are_reported():
+    result = runner.invoke(app, ["eval", "--split", "dev", "--episodes", "1"])
+    assert result.exit_code == 2 and "unknown split 'dev'" in result.output
+    result = runner.invoke(app, ["eval", "--env-arg", "novalue", "--episodes", "1"])
+    assert result.exit_code == 2 and "KEY=VALUE" in result.output
+    result = runner.invoke(app, ["eval", "--env-arg", "bogus=1", "--episodes", "1"])
+    assert result.exit_code == 2 and "bogus" in result.output
+
+
+def test_missing_scenario_file_is_reported(tmp_path):
+    result = runner.invoke(app, ["eval", "--scenarios", str(tmp_path / "none.jsonl"), "--episodes", "1"])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_episodes_must_be_positive():
+    result = runner.invoke(app, ["eval", "--episodes", "0"])
+    assert result.exit_code != 0
