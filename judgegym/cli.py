@@ -20,6 +20,8 @@ from .trajectory import Trajectory, write_jsonl
 app = typer.Typer(help="Gymnasium environments and judges for training LLM agents.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
 console = Console()
+if not console.is_terminal:  # piped or captured output: don't squash the table into 80 columns
+    console = Console(width=200)
 
 # Components worth a column, in this order, when present.
 _COLUMNS = ("recall", "grounding", "citation", "abstained", "turns", "tool_calls", "tool_errors", "format_errors")
@@ -107,7 +109,7 @@ def summary_table(summaries: list[EvalSummary]) -> Table:
     columns = [c for c in _COLUMNS if any(c in s.components for s in summaries)]
     table = Table(title=f"{first.env_id} ({first.split} split, {first.episodes} episodes per agent)")
     for header in ["agent", "reward (95% CI)", *kinds, *columns]:
-        table.add_column(header, justify="left" if header == "agent" else "right")
+        table.add_column(header, justify="left" if header == "agent" else "right", no_wrap=True)
     for s in summaries:
         table.add_row(
             s.agent,
@@ -141,11 +143,13 @@ def bench_command(
     table = Table(title=f"{env}: {result['documents']} documents, {episodes} episodes")
     for header in ("operation", "median (ms)", "p99 (ms)"):
         table.add_column(header, justify="right")
-    for name in ("reset", "step_search", "step_read", "peer_rank_bm25_search"):
+    for name in ("reset", "step_search", "step_read", "step_answer", "peer_rank_bm25_search"):
         if name in result:
             table.add_row(name, f"{result[name]['median_ms']:.3f}", f"{result[name]['p99_ms']:.3f}")
     console.print(table)
     console.print(f"first reset (world generation + BM25 index): {result['cold_reset_s']:.2f} s")
+    if "search_speedup_vs_rank_bm25" in result:
+        console.print(f"search step vs rank-bm25 search alone (median): {result['search_speedup_vs_rank_bm25']:.0f}x faster")
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))
 
