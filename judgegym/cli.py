@@ -17,8 +17,12 @@ from .agents import make_agent
 from .benchmarks.eval import EvalSummary, evaluate, summarize
 from .trajectory import Trajectory, write_jsonl
 
-app = typer.Typer(help="Gymnasium environments and judges for training LLM agents.", no_args_is_help=True,
-                  add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Gymnasium environments and judges for training LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 console = Console()
 if not console.is_terminal:  # piped or captured output: don't squash the table into 80 columns
     console = Console(width=200)
@@ -59,30 +63,38 @@ def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> None:
 @app.command("eval")
 def eval_command(
     env: Annotated[str, typer.Option("--env", help="Environment id, e.g. RagSupport-v0.")] = "RagSupport-v0",
-    agent: Annotated[list[str], typer.Option("--agent", help="Agent spec; repeat to compare agents.")] = ["search-quote"],  # noqa: B006
+    agent: Annotated[list[str] | None, typer.Option("--agent", help="Agent spec; repeat to compare agents.")] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Episodes per agent (seeds SEED .. SEED+N-1).")] = 50,
     split: Annotated[str, typer.Option(help="Scenario split: train or test.")] = "test",
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
     scenarios: Annotated[Path | None, typer.Option(help="JSONL file of your own scenarios (replaces the split).")] = None,
-    env_arg: Annotated[list[str], typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")] = [],  # noqa: B006
+    env_arg: Annotated[
+        list[str] | None, typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")
+    ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 8,
     out: Annotated[Path | None, typer.Option(help="Write the judged trajectories here (JSONL).")] = None,
 ) -> None:
     """Play agents on an env and print mean reward (95% bootstrap CI) and component means."""
-    env_kwargs = {"split": split, **_parse_env_args(env_arg)}
+    env_kwargs = {"split": split, **_parse_env_args(env_arg or [])}
     if scenarios is not None:
         if not scenarios.exists():
             raise _fail(f"scenario file {scenarios} does not exist")
         env_kwargs["scenarios"] = str(scenarios)
     try:
-        agents = [make_agent(spec) for spec in agent]
+        agents = [make_agent(spec) for spec in agent or ["search-quote"]]
     except ValueError as exc:
         raise _fail(str(exc)) from None
     _check_env(env, env_kwargs)
     summaries: list[EvalSummary] = []
     everything: list[Trajectory] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("reward {task.fields[reward]:.3f}"),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("reward {task.fields[reward]:.3f}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         for player in agents:
             task = progress.add_task(f"{player.name} on {env}", total=episodes, reward=0.0)
             total = [0.0, 0]
@@ -92,8 +104,17 @@ def eval_command(
                 total[1] += 1
                 progress.update(task, advance=1, reward=total[0] / total[1])
 
-            trajectories = asyncio.run(evaluate(env, player, episodes=episodes, seed=seed, concurrency=concurrency,
-                                                env_kwargs=env_kwargs, on_episode=advance))
+            trajectories = asyncio.run(
+                evaluate(
+                    env,
+                    player,
+                    episodes=episodes,
+                    seed=seed,
+                    concurrency=concurrency,
+                    env_kwargs=env_kwargs,
+                    on_episode=advance,
+                )
+            )
             summaries.append(summarize(trajectories))
             everything += trajectories
     console.print(summary_table(summaries))

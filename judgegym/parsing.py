@@ -66,7 +66,7 @@ class HermesParser:
         leading = _OPEN_THINK_IN_PROMPT.match(text)
         if leading:  # chat templates that open <think> in the prompt leave only "</think>" here
             thoughts.append(leading.group()[: -len("</think>")].strip())
-            text = text[leading.end():]
+            text = text[leading.end() :]
         thoughts += [m.strip() for m in _THINK.findall(text)]
         text = _THINK.sub("", text)
         calls = [_call_from_json_text(body, f"{call_prefix}{i}") for i, body in enumerate(_TOOL_CALL.findall(text))]
@@ -81,7 +81,9 @@ def _call_from_json_text(body: str, call_id: str) -> ParsedCall:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nested too deeply"
         return ParsedCall(call_id, _guess_name(body), body.strip(), f"the <tool_call> block is not valid JSON ({detail})")
     if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-        return ParsedCall(call_id, "", body.strip(), 'a <tool_call> block must be a JSON object {"name": str, "arguments": {...}}')
+        return ParsedCall(
+            call_id, "", body.strip(), 'a <tool_call> block must be a JSON object {"name": str, "arguments": {...}}'
+        )
     arguments = payload.get("arguments", payload.get("parameters", {}))
     return ParsedCall(call_id, payload["name"], arguments if isinstance(arguments, str) else _dumps(arguments))
 
@@ -132,7 +134,7 @@ def _from_message_dict(message: dict[Any, Any], parser: ActionParser, call_prefi
     for i, call in enumerate(calls):  # tool results are matched by id, so ids must be unique
         if call.id in seen:
             n = i
-            while f"{call_prefix}{n}" in seen or any(c.id == f"{call_prefix}{n}" for c in calls[i + 1:]):
+            while f"{call_prefix}{n}" in seen or any(c.id == f"{call_prefix}{n}" for c in calls[i + 1 :]):
                 n += 1
             calls[i] = ParsedCall(f"{call_prefix}{n}", call.name, call.arguments, call.error)
         seen.add(calls[i].id)

@@ -56,7 +56,10 @@ class Tool:
         """The OpenAI ``{"type": "function", "function": {...}}`` schema."""
         parameters = _strip_titles(self.arguments.model_json_schema())
         parameters["additionalProperties"] = False
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -117,11 +120,17 @@ class ToolSet:
                 detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nested too deeply"
                 return ToolResult(f"Error: arguments for {name!r} are not valid JSON ({detail}). {_usage(tool)}", "invalid_json")
         if not isinstance(arguments, dict):
-            return ToolResult(f"Error: arguments for {name!r} must be a JSON object, got {type(arguments).__name__}. {_usage(tool)}", "invalid_json")
+            return ToolResult(
+                f"Error: arguments for {name!r} must be a JSON object, got {type(arguments).__name__}. {_usage(tool)}",
+                "invalid_json",
+            )
         try:
             validated = tool.arguments.model_validate(arguments)
         except ValidationError as exc:
-            return ToolResult(clean_text(f"Error: invalid arguments for {name!r}: {_describe(exc)}. {_usage(tool)}"), "invalid_arguments")
+            return ToolResult(
+                clean_text(f"Error: invalid arguments for {name!r}: {_describe(exc)}. {_usage(tool)}"),
+                "invalid_arguments",
+            )
         try:
             output = tool.fn(**{field: getattr(validated, field) for field in type(validated).model_fields})
             text = output if isinstance(output, str) else json.dumps(output, default=str)

@@ -6,9 +6,8 @@ and `Trajectory` / `Group` round-trip losslessly through JSONL.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -52,7 +51,7 @@ class Message(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-class TerminationReason(str, Enum):
+class TerminationReason(StrEnum):
     """Why an episode ended. Only `FINAL_ANSWER` and `USER_STOP` are Gymnasium terminations."""
 
     FINAL_ANSWER = "final_answer"
@@ -165,11 +164,6 @@ def read_jsonl(path: str | Path, kind: type[Record] = Trajectory) -> list[Record
     return records
 
 
-def message_dicts(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
-    """Plain OpenAI dicts for a mix of `Message` objects and dicts (dicts are validated)."""
-    return [(m if isinstance(m, Message) else Message.model_validate(m)).to_openai() for m in messages]
-
-
 __all__ = [
     "FunctionCall",
     "Group",
@@ -177,7 +171,6 @@ __all__ = [
     "TerminationReason",
     "ToolCall",
     "Trajectory",
-    "message_dicts",
     "read_jsonl",
     "write_jsonl",
 ]

@@ -19,8 +19,26 @@ def wide_console(monkeypatch):
 
 def test_eval_prints_table_and_writes_trajectories(tmp_path):
     out = tmp_path / "runs" / "x.jsonl"
-    result = runner.invoke(app, ["eval", "--env", "RagSupport-v0", "--agent", "oracle", "--agent", "unhelpful",
-                                 "--episodes", "6", "--split", "test", "--env-arg", "n_products=20", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--env",
+            "RagSupport-v0",
+            "--agent",
+            "oracle",
+            "--agent",
+            "unhelpful",
+            "--episodes",
+            "6",
+            "--split",
+            "test",
+            "--env-arg",
+            "n_products=20",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "reward (95% CI)" in result.output and "oracle" in result.output and "unhelpful" in result.output
     trajectories = read_jsonl(out)

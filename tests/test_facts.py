@@ -66,9 +66,7 @@ def test_distinct_numbers_stay_distinct():
 
 
 def test_email_case_insensitive():
-    assert extract_entities("Write to Support@ACME.com") == extract_entities("support@acme.COM") == {
-        "email:support@acme.com"
-    }
+    assert extract_entities("Write to Support@ACME.com") == extract_entities("support@acme.COM") == {"email:support@acme.com"}
 
 
 def test_email_trailing_period_and_digits():
@@ -85,7 +83,15 @@ def test_email_plus_and_dots():
 
 @pytest.mark.parametrize(
     "text",
-    ["555-014-2233", "(555) 014-2233", "555.014.2233", "555 014 2233", "+1 555 014 2233", "+1 (555) 014-2233", "+1-555-014-2233"],
+    [
+        "555-014-2233",
+        "(555) 014-2233",
+        "555.014.2233",
+        "555 014 2233",
+        "+1 555 014 2233",
+        "+1 (555) 014-2233",
+        "+1-555-014-2233",
+    ],
 )
 def test_phone_formats_are_equal(text):
     assert extract_entities(f"Call us at {text} today.") == {"phone:5550142233"}
@@ -132,10 +138,7 @@ def test_list_marker_ignored_but_item_numbers_kept():
 
 
 def test_mixed_text():
-    text = (
-        "1. Email billing@acme.com or call +1 (555) 014-2233.\n"
-        "2. Refund of $1,299.00 arrives by 2024-02-01 [doc-3]."
-    )
+    text = "1. Email billing@acme.com or call +1 (555) 014-2233.\n2. Refund of $1,299.00 arrives by 2024-02-01 [doc-3]."
     assert extract_entities(text) == {"email:billing@acme.com", "phone:5550142233", "num:1299", "date:2024-02-01"}
 
 

@@ -13,8 +13,15 @@ from hypothesis import strategies as st
 import judgegym  # noqa: F401
 
 MAX_TURNS = 6
-ENV = gym.make("RagSupport-v0", split="test", n_products=20, n_worlds=1, max_turns=MAX_TURNS, max_tool_calls=8,
-               max_tool_output_chars=600)
+ENV = gym.make(
+    "RagSupport-v0",
+    split="test",
+    n_products=20,
+    n_worlds=1,
+    max_turns=MAX_TURNS,
+    max_tool_calls=8,
+    max_tool_output_chars=600,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
@@ -30,16 +37,24 @@ arguments = st.one_of(
 )
 raw_arguments = arguments.map(lambda a: json.dumps(a)) | st.text(max_size=80)
 native_call = st.fixed_dictionaries(
-    {"id": st.text(max_size=8), "type": st.just("function"),
-     "function": st.fixed_dictionaries({"name": tool_names, "arguments": raw_arguments | arguments})}
+    {
+        "id": st.text(max_size=8),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries({"name": tool_names, "arguments": raw_arguments | arguments}),
+    }
 )
 dict_action = st.fixed_dictionaries(
     {"role": st.sampled_from(["assistant", "assistant", "user", "tool", 3])},
-    optional={"content": st.none() | st.text(max_size=200) | st.integers(),
-              "tool_calls": st.lists(native_call | json_values, max_size=4) | json_values},
+    optional={
+        "content": st.none() | st.text(max_size=200) | st.integers(),
+        "tool_calls": st.lists(native_call | json_values, max_size=4) | json_values,
+    },
 )
-text_call = st.builds(lambda name, args: f'<tool_call>{{"name": {json.dumps(name)}, "arguments": {args}}}</tool_call>',
-                      tool_names, raw_arguments)
+text_call = st.builds(
+    lambda name, args: f'<tool_call>{{"name": {json.dumps(name)}, "arguments": {args}}}</tool_call>',
+    tool_names,
+    raw_arguments,
+)
 fragments = st.sampled_from(["<tool_call>", "</tool_call>", "<think>", "</think>", "{", "}", '"name"', ":", "[", "]", "\n"])
 text_action = st.one_of(
     st.text(max_size=300),

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic_core import PydanticSerializationError
 
 from judgegym.parsing import HermesParser, ParsedAction, ParsedCall, parse_action
 from judgegym.trajectory import Message, Trajectory
@@ -102,7 +101,11 @@ def test_several_tool_calls_keep_order_ids_and_surrounding_text():
     action = parse(text)
     assert [c.id for c in action.calls] == ["call_0", "call_1", "call_2"]
     assert [c.name for c in action.calls] == ["search", "read", "search"]
-    assert [json.loads(c.arguments) for c in action.calls] == [{"query": "a"}, {"doc_id": "doc-7"}, {"query": "b", "k": 3}]
+    assert [json.loads(c.arguments) for c in action.calls] == [
+        {"query": "a"},
+        {"doc_id": "doc-7"},
+        {"query": "b", "k": 3},
+    ]
     assert all(c.error is None for c in action.calls)
     assert "Before." in action.content and "Between." in action.content and "After." in action.content
     assert "tool_call" not in action.content
@@ -522,7 +525,8 @@ raw_tool_calls = st.one_of(
             "id": call_ids,
             "type": st.just("function"),
             "function": st.fixed_dictionaries(
-                {}, optional={"name": st.text(max_size=5) | json_values, "arguments": st.text(max_size=10) | json_values}
+                {},
+                optional={"name": st.text(max_size=5) | json_values, "arguments": st.text(max_size=10) | json_values},
             )
             | json_values,
         },
@@ -564,7 +568,11 @@ def test_property_arbitrary_values_never_raise(action):
     [
         [{"id": "call_1", "function": {"name": "a"}}, {"id": "call_1", "function": {"name": "b"}}],
         [{"id": "call_1", "function": {"name": "a"}}, {"function": {"name": "b"}}],
-        [{"id": "x", "function": {"name": "a"}}, {"id": "call_2", "function": {"name": "b"}}, {"id": "x", "function": {"name": "c"}}],
+        [
+            {"id": "x", "function": {"name": "a"}},
+            {"id": "call_2", "function": {"name": "b"}},
+            {"id": "x", "function": {"name": "c"}},
+        ],
     ],
     ids=["dup-explicit", "explicit-vs-fallback", "renamed-into-existing"],
 )

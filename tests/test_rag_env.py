@@ -16,8 +16,11 @@ from judgegym.envs.rag import RagSupportEnv, ScenarioFileError
 
 
 def call(name, **arguments):
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+    }
 
 
 def test_check_env_passes():
@@ -31,7 +34,10 @@ def test_check_env_passes_with_user_scenarios(tmp_path):
 
 
 def test_judgegym_prefix_imports_the_package_in_a_fresh_interpreter():
-    code = "import gymnasium as gym; env = gym.make('judgegym:RagSupport-v0', n_products=20); obs, info = env.reset(seed=1); print(len(obs))"
+    code = (
+        "import gymnasium as gym; env = gym.make('judgegym:RagSupport-v0', n_products=20); "
+        "obs, info = env.reset(seed=1); print(len(obs))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2"
@@ -219,3 +225,23 @@ def test_invalid_json_line_is_reported(tmp_path):
     path.write_text(json.dumps(USER_SCENARIO) + "\n{not json\n")
     with pytest.raises(ScenarioFileError, match="line 2: not valid JSON"):
         RagSupportEnv(scenarios=path)
+
+
+class SlashCommandParser:
+    """A toy text format, "/search warranty", to show the parser is pluggable."""
+
+    def parse(self, text, call_prefix):
+        from judgegym.parsing import ParsedCall
+
+        if text.startswith("/search "):
+            return None, None, [ParsedCall(f"{call_prefix}0", "search", json.dumps({"query": text[8:]}))]
+        return text.strip() or None, None, []
+
+
+def test_the_text_parser_is_pluggable():
+    env = gym.make("RagSupport-v0", n_products=20, parser=SlashCommandParser())
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, _ = env.step("/search warranty")
+    assert not terminated and obs[-1]["role"] == "tool" and obs[-1]["content"].startswith("[")
+    *_, terminated, _, _ = env.step('<tool_call>{"name": "search", "arguments": {}}</tool_call>')
+    assert terminated  # this parser sees no call in Hermes text: it is a final answer

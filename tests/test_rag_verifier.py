@@ -15,8 +15,16 @@ VERIFIER = RagVerifier()
 
 
 def read(doc_id):
-    return {"role": "assistant", "tool_calls": [{"id": f"r-{doc_id}", "type": "function",
-                                                 "function": {"name": "read", "arguments": json.dumps({"doc_id": doc_id})}}]}
+    return {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "id": f"r-{doc_id}",
+                "type": "function",
+                "function": {"name": "read", "arguments": json.dumps({"doc_id": doc_id})},
+            }
+        ],
+    }
 
 
 def play(env, seed, answer_for, kind=None):
@@ -80,13 +88,27 @@ def test_components_are_logged(env):
 
 
 def task_trajectory(answer, seen="", **task):
-    task = {"gold_facts": ["24 months"], "answerable": True, "supporting_doc_ids": ["a"], "distractor_facts": [], **task}
-    return Trajectory(scenario_id="t", info={"task": task}, messages=[
-        {"role": "system", "content": "Answer from the knowledge base."},
-        {"role": "user", "content": "How long is the warranty?"},
-        {"role": "tool", "tool_call_id": "1", "content": seen or "[a] Warranty\n\nThe Aurora has a 24-month warranty. [b] Shipping"},
-        {"role": "assistant", "content": answer},
-    ])
+    task = {
+        "gold_facts": ["24 months"],
+        "answerable": True,
+        "supporting_doc_ids": ["a"],
+        "distractor_facts": [],
+        **task,
+    }
+    return Trajectory(
+        scenario_id="t",
+        info={"task": task},
+        messages=[
+            {"role": "system", "content": "Answer from the knowledge base."},
+            {"role": "user", "content": "How long is the warranty?"},
+            {
+                "role": "tool",
+                "tool_call_id": "1",
+                "content": seen or "[a] Warranty\n\nThe Aurora has a 24-month warranty. [b] Shipping",
+            },
+            {"role": "assistant", "content": answer},
+        ],
+    )
 
 
 def score(answer, **kwargs):
@@ -109,8 +131,11 @@ def test_citations_must_name_documents_the_agent_saw():
 
 
 def test_distractor_value_without_gold_is_penalised():
-    confused = score("The warranty is 12 months [a].", distractor_facts=["12 months"],
-                     seen="[a] The Aurora has 24 months; the Aurora Lite has 12 months.")
+    confused = score(
+        "The warranty is 12 months [a].",
+        distractor_facts=["12 months"],
+        seen="[a] The Aurora has 24 months; the Aurora Lite has 12 months.",
+    )
     assert confused.components["distractor"] == 0.5 and confused.score == pytest.approx(0.5 * 0.2)
 
 

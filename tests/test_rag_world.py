@@ -252,8 +252,16 @@ def test_lookalike_products_do_not_exist(scenarios: list[tuple[World, RagScenari
 
 
 def test_knowledge_base_never_covers_unanswerable_topics(worlds: dict[int, World]) -> None:
-    banned = ("ip rating", "waterproof", "water-resist", "manufactured", "made in ", "trade-in", "student",
-              "spare parts")
+    banned = (
+        "ip rating",
+        "waterproof",
+        "water-resist",
+        "manufactured",
+        "made in ",
+        "trade-in",
+        "student",
+        "spare parts",
+    )
     for world in worlds.values():
         for doc in world.documents:
             text = f"{doc.title}\n{doc.text}".lower()
@@ -270,13 +278,16 @@ def test_questions_are_varied(scenarios: list[tuple[World, RagScenario]]) -> Non
 
 def test_reference_answers_get_full_marks_from_the_verifier(scenarios: list[tuple[World, RagScenario]]) -> None:
     verifier = RagVerifier()
-    for world, s in scenarios[:: 7]:
+    for world, s in scenarios[::7]:
         seen = "\n\n".join(f"[{d}] {world.doc(d).title}\n\n{world.doc(d).text}" for d in s.supporting_doc_ids)  # type: ignore[union-attr]
         trajectory = Trajectory(
             scenario_id=s.id,
-            messages=[Message(role="system", content="support"), Message(role="user", content=s.question),
-                      Message(role="tool", content=seen or "No articles match."),
-                      Message(role="assistant", content=s.reference_answer)],
+            messages=[
+                Message(role="system", content="support"),
+                Message(role="user", content=s.question),
+                Message(role="tool", content=seen or "No articles match."),
+                Message(role="assistant", content=s.reference_answer),
+            ],
             info={"task": s.model_dump(exclude={"documents", "system_prompt"})},
         )
         score = verifier.verify(trajectory)

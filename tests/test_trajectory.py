@@ -20,12 +20,11 @@ from judgegym.trajectory import (
     TerminationReason,
     ToolCall,
     Trajectory,
-    message_dicts,
     read_jsonl,
     write_jsonl,
 )
 
-UNICODE = "Grüße 🌍 — 日本語, \u2028line\u2029sep, tab\t, nul\x00, quote\" back\\slash\nnewline\r"
+UNICODE = 'Grüße 🌍 — 日本語, \u2028line\u2029sep, tab\t, nul\x00, quote" back\\slash\nnewline\r'
 
 
 def make_trajectory(scenario_id: str = "rag-test-0001", **overrides) -> Trajectory:
@@ -90,18 +89,15 @@ def test_function_call_arguments_default():
 
 @pytest.mark.parametrize(
     "raw",
-    [{"role": "robot"}, {"content": "no role"}, {"role": "assistant", "tool_calls": [{"id": "x", "type": "other", "function": {"name": "f"}}]}],
+    [
+        {"role": "robot"},
+        {"content": "no role"},
+        {"role": "assistant", "tool_calls": [{"id": "x", "type": "other", "function": {"name": "f"}}]},
+    ],
 )
 def test_message_validation_rejects_bad_input(raw):
     with pytest.raises(ValidationError):
         Message.model_validate(raw)
-
-
-def test_message_dicts_mixes_objects_and_dicts():
-    out = message_dicts([Message(role="user", content="a"), {"role": "assistant", "content": "b", "x": 1}])
-    assert out == [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b", "x": 1}]
-    with pytest.raises(ValidationError):
-        message_dicts([{"role": "nobody"}])
 
 
 # --------------------------------------------------------------------------- to_json / from_json
@@ -153,7 +149,8 @@ def test_round_trip_minimal_trajectory():
 
 def test_round_trip_empty_vs_missing_tool_calls():
     trajectory = Trajectory(
-        scenario_id="s", messages=[Message(role="assistant", content="a", tool_calls=[]), Message(role="assistant", content="b")]
+        scenario_id="s",
+        messages=[Message(role="assistant", content="a", tool_calls=[]), Message(role="assistant", content="b")],
     )
     loaded = Trajectory.from_json(trajectory.to_json())
     assert loaded.messages[0].tool_calls == []
@@ -305,7 +302,11 @@ def test_final_answer_skips_trailing_tool_call_message():
 def test_final_answer_ignores_other_roles():
     trajectory = Trajectory(
         scenario_id="s",
-        messages=[Message(role="assistant", content="answer"), Message(role="user", content="thanks"), Message(role="tool", content="x")],
+        messages=[
+            Message(role="assistant", content="answer"),
+            Message(role="user", content="thanks"),
+            Message(role="tool", content="x"),
+        ],
     )
     assert trajectory.final_answer == "answer"
 
@@ -338,7 +339,10 @@ def test_termination_truncated(reason, truncated):
 
 
 def test_termination_reasons_cover_every_member():
-    assert {r for r in TerminationReason if r.truncated} == {TerminationReason.MAX_TURNS, TerminationReason.MAX_TOOL_CALLS}
+    assert {r for r in TerminationReason if r.truncated} == {
+        TerminationReason.MAX_TURNS,
+        TerminationReason.MAX_TOOL_CALLS,
+    }
     assert TerminationReason("max_turns") is TerminationReason.MAX_TURNS
 
 
@@ -372,9 +376,7 @@ def messages(draw):
         "name": draw(st.none() | st.text(max_size=8)),
     }
     extras = draw(
-        st.dictionaries(
-            st.sampled_from(["reasoning_content", "refusal", "audio", "provider_meta"]), json_values, max_size=2
-        )
+        st.dictionaries(st.sampled_from(["reasoning_content", "refusal", "audio", "provider_meta"]), json_values, max_size=2)
     )
     return Message(**fields, **extras)
 

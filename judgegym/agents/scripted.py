@@ -15,13 +15,19 @@ from .base import Action, Agent
 
 _RESULT_ID = re.compile(r"^\[([^\[\]\s]+)\]", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the is are was were of for to in on at by with and or my i me do does how what which who whom long much many can you your our it its this that if".split())
+_STOP = frozenset(
+    "a an the is are was were of for to in on at by with and or my i me do does how what which who whom long much many "
+    "can you your our it its this that if".split()
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def _tool_call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+    }
 
 
 def _question(observation: list[dict[str, Any]]) -> str:

@@ -22,8 +22,10 @@ def _stats(samples: list[float]) -> dict[str, float]:
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"role": "assistant", "tool_calls": [{"id": "c0", "type": "function",
-                                                 "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "tool_calls": [{"id": "c0", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+    }
 
 
 def bench_env(n_products: int = 2000, episodes: int = 1000, split: str = "test") -> dict[str, Any]:
@@ -47,7 +49,7 @@ def bench_env(n_products: int = 2000, episodes: int = 1000, split: str = "test")
         t3 = time.perf_counter()
         env.step("I could not find this; I can escalate it to a human support agent.")
         t4 = time.perf_counter()
-        for key, value in zip(timings, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+        for key, value in zip(timings, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             timings[key].append(value)
     kb = env.unwrapped._kb
     result: dict[str, Any] = {"documents": len(kb), "cold_reset_s": cold, "episodes": episodes}

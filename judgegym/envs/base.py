@@ -151,8 +151,13 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         if parsed.error or not (parsed.calls or (parsed.content or "").strip()):
             self._counters["format_errors"] += 1
             problem = parsed.error or "the turn was empty"
-            self._append(Message(role="user", content=f"[format error] Your last turn could not be used: {problem}. "
-                                 "Call a tool, or reply with your final answer as plain text."))
+            self._append(
+                Message(
+                    role="user",
+                    content=f"[format error] Your last turn could not be used: {problem}. "
+                    "Call a tool, or reply with your final answer as plain text.",
+                )
+            )
         elif parsed.calls:
             self._append(parsed.assistant_message())
             reason = self._run_calls(parsed.calls)
@@ -168,7 +173,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         return self._finish(reason)
 
     def render(self) -> str | None:
-        """"ansi": the conversation as text; "human": print it."""
+        """ "ansi": the conversation as text; "human": print it."""
         text = "\n".join(_render_message(m) for m in self._messages)
         if self.render_mode == "human":
             print(text)

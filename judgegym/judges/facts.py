@@ -23,7 +23,7 @@ _SPACE = re.compile(r"\s+")
 
 
 def canonical_number(token: str) -> str:
-    """"1,299.00" -> "1299", "3.50" -> "3.5"; dotted versions ("2.3.1") stay as they are."""
+    """ "1,299.00" -> "1299", "3.50" -> "3.5"; dotted versions ("2.3.1") stay as they are."""
     token = token.replace(",", "")
     if token.count(".") > 1:
         return token

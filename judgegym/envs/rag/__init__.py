@@ -5,4 +5,12 @@ from .retrieval import KnowledgeBase
 from .scenario import Document, RagScenario, ScenarioFileError, load_scenarios
 from .verifier import RagVerifier
 
-__all__ = ["Document", "KnowledgeBase", "RagScenario", "RagSupportEnv", "RagVerifier", "ScenarioFileError", "load_scenarios"]
+__all__ = [
+    "Document",
+    "KnowledgeBase",
+    "RagScenario",
+    "RagSupportEnv",
+    "RagVerifier",
+    "ScenarioFileError",
+    "load_scenarios",
+]

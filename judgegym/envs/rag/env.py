@@ -30,12 +30,16 @@ SPLITS: dict[str, tuple[int, int]] = {"train": (1_000, 32), "test": (9_000, 8)}
 
 SNIPPET_CHARS = 220
 
-SYSTEM_PROMPT = """You are the customer-support assistant of {company}. Answer the customer's question using only {company}'s knowledge base.
-
-- Use the `search` tool to find articles and the `read` tool to read one in full.
-- Give exact figures (prices, durations, contacts) as the articles state them, and cite every article you rely on as [doc-id].
-- If the knowledge base does not answer the question, say so plainly and offer to escalate to a human support agent. Never guess.
-- When you are done, reply with your final answer as plain text, without a tool call."""
+SYSTEM_PROMPT = (
+    "You are the customer-support assistant of {company}. "
+    "Answer the customer's question using only the {company} knowledge base.\n\n"
+    "- Use the `search` tool to find articles and the `read` tool to read one in full.\n"
+    "- Give exact figures (prices, durations, contacts) as the articles state them, "
+    "and cite every article you rely on as [doc-id].\n"
+    "- If the knowledge base does not answer the question, say so plainly and offer to escalate "
+    "to a human support agent. Never guess.\n"
+    "- When you are done, reply with your final answer as plain text, without a tool call."
+)
 
 
 @lru_cache(maxsize=16)
@@ -118,7 +122,9 @@ class RagSupportEnv(ChatEnv):
 
     # -- tools (bound to the current episode's knowledge base) ---------------------------
 
-    def _search(self, query: Annotated[str, Field(min_length=1, max_length=2000)], k: Annotated[int, Field(ge=1, le=20)] = 5) -> str:
+    def _search(
+        self, query: Annotated[str, Field(min_length=1, max_length=2000)], k: Annotated[int, Field(ge=1, le=20)] = 5
+    ) -> str:
         """Search the knowledge base (BM25 keyword search) and list the best-matching articles.
 
         Args:

@@ -20,7 +20,8 @@ _ABSTAIN = re.compile(
     r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine)"
     r"|(?:no|not any|isn't any|is no) (?:information|mention|details?|documentation|article)"
     r"|(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
-    r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our) (?:knowledge base|documentation|docs|articles|help cent(?:er|re))"
+    r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our) "
+    r"(?:knowledge base|documentation|docs|articles|help cent(?:er|re))"
     r"|not sure|don't have (?:that|this|any) information|no such (?:product|model))",
     re.IGNORECASE,
 )
