@@ -117,7 +117,8 @@ class RagSupportEnv(ChatEnv):
             max_output_chars=self.max_tool_output_chars,
         )
 
-    def default_judge(self) -> Judge:
+    @classmethod
+    def default_judge(cls) -> Judge:
         return RagVerifier()
 
     # -- tools (bound to the current episode's knowledge base) ---------------------------

@@ -1,0 +1,193 @@
+"""The LLM call behind every LLM judge: litellm, transport retries, a timeout, a disk cache,
+a concurrency limit, and token / cost accounting.
+
+litellm is imported on first use (it is slow to import and, unless told otherwise, fetches a
+cost map from the network at import; we tell it otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+log = logging.getLogger("judgegym.judges")
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("JUDGEGYM_CACHE_DIR", Path.home() / ".cache" / "judgegym" / "judge-cache"))
+"""Where judge replies are cached: ``$JUDGEGYM_CACHE_DIR``, else ``~/.cache/judgegym/judge-cache``."""
+
+
+class JudgeError(RuntimeError):
+    """A judge could not produce valid scores (after its retries); the message says why."""
+
+
+def import_litellm() -> Any:
+    """litellm, imported with the bundled cost map so that import makes no network call."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def _transient(exc: BaseException) -> bool:
+    litellm = import_litellm()
+    transient = (
+        litellm.APIConnectionError,
+        litellm.Timeout,
+        litellm.RateLimitError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+        asyncio.TimeoutError,
+    )
+    return isinstance(exc, transient)
+
+
+@dataclass
+class Usage:
+    """Running totals of one judge's LLM calls."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        for name in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class JudgeLLM:
+    """One model endpoint as judges use it.
+
+    Args:
+        model: any litellm model name: ``openai/gpt-4o-mini``, ``anthropic/claude-...``,
+            ``hosted_vllm/NAME`` (with `api_base`), ``ollama/NAME``, ``local/smollm2-135m-instruct``.
+        api_base, api_key: endpoint overrides (api_key falls back to the provider's env var).
+        temperature, max_tokens, seed: sampling parameters sent with every call.
+        timeout: seconds per call; a call that takes longer is retried.
+        retries: attempts for transient failures (connection errors, timeouts, 429, 5xx),
+            with exponential backoff (0.5 s, 1 s, 2 s, ... capped at 8 s).
+        max_concurrency: calls in flight at once from this object.
+        cache: reuse replies from the disk cache (keyed by model, messages and parameters);
+            `cache_dir` defaults to `DEFAULT_CACHE_DIR`. The cache is SQLite-backed
+            (diskcache) and safe with concurrent processes.
+        extra: more litellm parameters, e.g. ``{"num_ctx": 16384}`` for Ollama's context window.
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = 0
+    timeout: float = 120.0
+    retries: int = 3
+    max_concurrency: int = 8
+    cache: bool = True
+    cache_dir: str | Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+
+    def __post_init__(self) -> None:
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._cache: Any = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Everything but the messages that determines a reply (part of the cache key)."""
+        params = {"temperature": self.temperature, "max_tokens": self.max_tokens, **self.extra}
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.api_base:
+            params["api_base"] = self.api_base
+        return params
+
+    def cache_key(self, messages: list[dict[str, Any]]) -> str:
+        """sha256 of the canonical JSON of model, messages and parameters."""
+        payload = json.dumps({"model": self.model, "messages": messages, "params": self.params}, sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def _disk(self) -> Any:
+        if self._cache is None:
+            import diskcache
+
+            self._cache = diskcache.Cache(str(self.cache_dir or DEFAULT_CACHE_DIR))
+        return self._cache
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._semaphores:
+            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return self._semaphores[loop]
+
+    async def complete(self, messages: list[dict[str, Any]]) -> tuple[str, Usage]:
+        """The reply text to `messages` and what it cost. Raises `JudgeError` when the call
+        keeps failing, naming the model and the last error."""
+        key = self.cache_key(messages)
+        if self.cache:
+            hit = self._disk().get(key)
+            if hit is not None:
+                usage = Usage(cached_calls=1)
+                self.usage.add(usage)
+                return hit, usage
+        litellm = import_litellm()
+        if self.model.startswith("local/"):
+            from ..agents.local import register_local_provider
+
+            register_local_provider()
+        try:
+            async with self._semaphore():
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(max(1, self.retries)),
+                    wait=wait_exponential(multiplier=0.5, max=8),
+                    retry=retry_if_exception(_transient),
+                    reraise=True,
+                ):
+                    with attempt:
+                        response = await litellm.acompletion(
+                            model=self.model,
+                            messages=messages,
+                            api_key=self.api_key,
+                            timeout=self.timeout,
+                            num_retries=0,
+                            **self.params,
+                        )
+        except Exception as exc:
+            raise JudgeError(f"judge model {self.model!r} failed after {self.retries} attempt(s): {type(exc).__name__}: {exc}") from exc
+        text = response.choices[0].message.content or ""
+        usage = Usage(calls=1, **_token_counts(response), cost=_cost(litellm, response))
+        self.usage.add(usage)
+        if self.cache:
+            self._disk().set(key, text)
+        return text, usage
+
+
+def _token_counts(response: Any) -> dict[str, int]:
+    usage = getattr(response, "usage", None)
+    return {
+        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+    }
+
+
+def _cost(litellm: Any, response: Any) -> float:
+    try:
+        return float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # unknown models have no price: cost is simply not known
+        return 0.0
+
+
+__all__ = ["DEFAULT_CACHE_DIR", "JudgeError", "JudgeLLM", "Usage", "import_litellm"]

@@ -1,0 +1,44 @@
+"""Judges named by spec strings, as the command line takes them.
+
+- ``verifier``: the env's own deterministic verifier (needs the env id);
+- ``grounding``: `GroundingJudge` (offline, MiniLM embeddings, no gold answer);
+- ``ruler:MODEL``: `RulerJudge` over any litellm model, e.g. ``ruler:openai/gpt-4o-mini``,
+  ``ruler:hosted_vllm/Qwen/Qwen3-32B`` (with ``api_base``), ``ruler:local/smollm2-135m-instruct``;
+- ``rubric:MODEL``: `RubricJudge`, a pointwise LLM judge with a natural-language rubric.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from .base import Judge
+
+JUDGE_SPECS = ("verifier", "grounding", "ruler:MODEL", "rubric:MODEL")
+
+
+def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge:
+    """Build the judge named by `spec`; `options` go to the judge's constructor (e.g.
+    ``api_base``, ``rubric``). Raises ValueError naming the known specs otherwise."""
+    kind, _, model = spec.strip().partition(":")
+    if kind == "verifier":
+        if env_id is None:
+            raise ValueError("the 'verifier' judge belongs to an env: pass env_id")
+        env_class = gym.envs.registration.load_env_creator(gym.spec(env_id.removeprefix("judgegym:")).entry_point)
+        return env_class.default_judge()
+    if kind == "grounding":
+        from .grounding import GroundingJudge
+
+        return GroundingJudge(**options)
+    if kind in ("ruler", "rubric"):
+        if not model:
+            raise ValueError(f"the {kind!r} judge needs a model: '{kind}:MODEL', e.g. '{kind}:openai/gpt-4o-mini'")
+        if kind == "ruler":
+            from .ruler import RulerJudge
+
+            return RulerJudge(model, **options)
+        from .rubric import RubricJudge
+
+        return RubricJudge(model, **options)
+    raise ValueError(f"unknown judge {spec!r}; known judges: {', '.join(JUDGE_SPECS)}")
