@@ -1,5 +1,43 @@
-"""Judges turn finished trajectories (or groups of them) into rewards in [0, 1]."""
+"""Judges turn finished trajectories (or groups of them) into rewards in [0, 1].
 
-from .base import Judge, JudgeScore, PointwiseJudge, Verifier
+- `Verifier`: deterministic, per trajectory (each env ships one).
+- `RulerJudge`: relative LLM judge, one call per group (`ruler`, `ruler_score_group`).
+- `RubricJudge`: pointwise LLM judge with a natural-language rubric.
+- `GroundingJudge`: offline, embedding-based check of an answer against what the agent saw.
+- `WeightedSum`, `Gate`, `Product`: combinations.
+"""
 
-__all__ = ["Judge", "JudgeScore", "PointwiseJudge", "Verifier"]
+from .base import Judge, JudgeScore, PointwiseJudge, Verifier, score_groups
+from .combine import Gate, Product, WeightedSum
+from .llm import JudgeError, JudgeLLM
+from .rubric import RubricJudge
+from .ruler import RulerJudge, ruler, ruler_score_group
+from .specs import make_judge
+
+
+def __getattr__(name: str):  # GroundingJudge pulls in torch: import it only when asked for
+    if name == "GroundingJudge":
+        from .grounding import GroundingJudge
+
+        return GroundingJudge
+    raise AttributeError(f"module 'judgegym.judges' has no attribute {name!r}")
+
+
+__all__ = [
+    "Gate",
+    "GroundingJudge",
+    "Judge",
+    "JudgeError",
+    "JudgeLLM",
+    "JudgeScore",
+    "PointwiseJudge",
+    "Product",
+    "RubricJudge",
+    "RulerJudge",
+    "Verifier",
+    "WeightedSum",
+    "make_judge",
+    "ruler",
+    "ruler_score_group",
+    "score_groups",
+]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 from ..trajectory import Group, Trajectory
 
 T = TypeVar("T")
+log = logging.getLogger("judgegym.judges")
 
 
 class JudgeScore(BaseModel):
@@ -80,6 +82,36 @@ class Verifier(PointwiseJudge):
         return self.verify(trajectory)
 
 
+async def score_groups(judge: Judge, groups: Sequence[Group], *, skip_failed: bool = False) -> list[Group]:
+    """Score groups concurrently; return copies with rewards, metrics and explanations set.
+
+    A reward a trajectory already had is kept as ``metrics["independent_reward"]``. A judge
+    failure raises (default); with ``skip_failed=True`` that group comes back with
+    ``failed=True`` and the error text, its rewards untouched, and a warning is logged:
+    count them with ``sum(g.failed for g in result)`` and leave them out of training.
+    """
+
+    async def one(group: Group) -> Group:
+        scored = group.model_copy(deep=True)
+        try:
+            scores = await judge.score_group(scored)
+        except Exception as exc:
+            if not skip_failed:
+                raise
+            log.warning("judge failed on group %s: %s", group.scenario_id, exc)
+            scored.failed, scored.error = True, f"{type(exc).__name__}: {exc}"
+            return scored
+        for trajectory, score in zip(scored.trajectories, scores, strict=True):
+            if trajectory.reward is not None:
+                trajectory.metrics["independent_reward"] = trajectory.reward
+            trajectory.reward = score.score
+            trajectory.metrics.update(score.components)
+            trajectory.info["judge_explanation"] = score.explanation
+        return scored
+
+    return list(await asyncio.gather(*(one(g) for g in groups)))
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from sync code, even if an event loop is running here."""
     try:
@@ -90,4 +122,4 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-__all__ = ["Judge", "JudgeScore", "PointwiseJudge", "Verifier", "run_sync"]
+__all__ = ["Judge", "JudgeScore", "PointwiseJudge", "Verifier", "run_sync", "score_groups"]

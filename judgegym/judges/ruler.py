@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..trajectory import Group, Message, Trajectory
-from .base import Judge, JudgeScore
+from .base import Judge, JudgeScore, score_groups
 from .llm import JudgeError, JudgeLLM, Usage
 
 log = logging.getLogger("judgegym.judges")
@@ -284,7 +284,7 @@ class RulerJudge(Judge):
             order = list(range(len(unique)))
             if round_:
                 rng.shuffle(order)
-            scores, round_usage = await self._score_once([unique[i] for i in order])
+            scores, round_usage = await self.score_in_order([unique[i] for i in order])
             usage.add(round_usage)
             for position, index in enumerate(order):
                 score, explanation = scores[str(position + 1)]
@@ -307,7 +307,9 @@ class RulerJudge(Judge):
             results.append(JudgeScore(score=score, explanation=explanations[n], components=components))
         return results
 
-    async def _score_once(self, trajectories: list[Trajectory]) -> tuple[dict[str, tuple[float, str]], Usage]:
+    async def score_in_order(self, trajectories: list[Trajectory]) -> tuple[dict[str, tuple[float, str]], Usage]:
+        """One judged call (plus corrections) with the trajectories presented as given, ids
+        "1".."n"; returns id -> (score, explanation) and the usage."""
         messages: list[dict[str, str]] = build_prompt(trajectories, self.rubric, self.max_message_chars)
         ids = [str(i) for i in range(1, len(trajectories) + 1)]
         usage = Usage()
@@ -353,22 +355,8 @@ async def ruler_score_group(
     ``failed=True`` with the error text instead (and no rewards changed), so callers can
     count and exclude it.
     """
-    scored = group.model_copy(deep=True)
-    try:
-        scores = await RulerJudge(judge_model, rubric=rubric, **options).score_group(scored)
-    except JudgeError as exc:
-        if not swallow_exceptions:
-            raise
-        log.warning("RULER failed on group %s: %s", group.scenario_id, exc)
-        scored.failed, scored.error = True, str(exc)
-        return scored
-    for trajectory, score in zip(scored.trajectories, scores, strict=True):
-        if trajectory.reward is not None:
-            trajectory.metrics["independent_reward"] = trajectory.reward
-        trajectory.reward = score.score
-        trajectory.metrics.update(score.components)
-        trajectory.info["judge_explanation"] = score.explanation
-    return scored
+    judge = RulerJudge(judge_model, rubric=rubric, **options)
+    return (await score_groups(judge, [group], skip_failed=swallow_exceptions))[0]
 
 
 __all__ = [
