@@ -53,6 +53,11 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
     step's reward is its score and ``info`` holds ``trajectory``, ``judge_score``,
     ``components`` and ``termination``.
 
+    With ``defer_judging=True`` the env never calls its judge: the last step's reward is
+    0.0 and ``info`` holds the unscored ``trajectory`` (``reward`` None), ``termination``
+    and ``turn``. Whoever owns the env scores it later; the group vector env
+    (`judgegym.envs.group.GroupVectorEnv`) uses this to judge G members once, together.
+
     Subclasses implement `_start` (build an `Episode` for a seed / options) and
     `default_judge`, and may override `_on_text` (e.g. a simulated user replying).
     """
@@ -68,6 +73,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         max_tool_calls: int = 20,
         max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         render_mode: str | None = None,
+        defer_judging: bool = False,
     ):
         if max_turns < 1 or max_tool_calls < 0:
             raise ValueError(f"need max_turns >= 1 and max_tool_calls >= 0, got {max_turns} and {max_tool_calls}")
@@ -77,8 +83,10 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         if self.judge.relative:
             raise ValueError(
                 f"{type(self.judge).__name__} is a relative judge and needs whole groups; "
-                "use the group vector env (gym.make_vec) or call judge.score_group yourself"
+                "use the group vector env, gym.make_vec(env_id, num_envs=G, judge=...), "
+                "or call judge.score_group yourself"
             )
+        self.defer_judging = defer_judging
         self.parser = parser or HermesParser()
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
@@ -223,6 +231,9 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
     def _finish(self, reason: TerminationReason) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
         self._done = True
         trajectory = self.trajectory(reason)
+        if self.defer_judging:
+            info = {"trajectory": trajectory, "termination": reason.value, "turn": self._counters["turns"]}
+            return list(self._observation), 0.0, not reason.truncated, reason.truncated, info
         score: JudgeScore = self.judge.score_one_sync(trajectory)
         trajectory.reward = score.score
         trajectory.metrics.update(score.components)
