@@ -273,3 +273,18 @@ def test_concurrency_limit_is_respected(stub, judge_options):
 
     elapsed = run(many())
     assert elapsed >= 0.55  # 4 calls of 0.3 s, 2 at a time: at least two waves
+
+
+def test_tool_results_repeated_after_the_shared_prefix_are_shown_once():
+    long_result = "[aurora-2-warranty] " + "Warranty details. " * 30
+    searched = [SYSTEM, USER,
+                {"role": "assistant", "tool_calls": [{"id": "s", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "s", "name": "search", "content": "[aurora-2-warranty] Warranty"}]
+    read = [{"role": "assistant", "tool_calls": [{"id": "r", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "r", "name": "read", "content": long_result}]
+    a = Trajectory(scenario_id="s", messages=[*searched, *read, {"role": "assistant", "content": "24 months"}])
+    b = Trajectory(scenario_id="s", messages=[SYSTEM, USER, *read, {"role": "assistant", "content": "12 months"}])
+    text = build_prompt([a, b])[1]["content"]
+    assert text.count("Warranty details.") == 30  # once, not twice
+    assert text.count("(result R1)") == 2
+    assert build_prompt([a, b], dedup=False)[1]["content"].count("Warranty details.") == 60

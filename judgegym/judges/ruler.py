@@ -90,27 +90,59 @@ def common_prefix_length(message_lists: Sequence[Sequence[Message]]) -> int:
 
 
 def build_prompt(
-    trajectories: Sequence[Trajectory], rubric: str | None = None, max_message_chars: int = 4000
+    trajectories: Sequence[Trajectory], rubric: str | None = None, max_message_chars: int = 4000, *, dedup: bool = True
 ) -> list[dict[str, str]]:
     """The judge prompt for `trajectories`, presented in the given order with ids "1".."G".
 
-    The shared prefix and the tool schemas appear once. A single trajectory gets the
+    The shared prefix and the tool schemas appear once (``dedup=False`` sends every
+    trajectory whole instead, for comparison). A single trajectory gets the
     absolute-scoring wording.
     """
     lists = [t.messages for t in trajectories]
-    shared = common_prefix_length(lists) if len(lists) > 1 else 0
+    shared = common_prefix_length(lists) if len(lists) > 1 and dedup else 0
+    repeated = _repeated_tool_results([m[shared:] for m in lists]) if dedup else {}
     parts = []
     tools = next((t.tools for t in trajectories if t.tools), [])
     if tools:
         parts.append(f"<tools>\n{render_tools(tools)}\n</tools>")
     if shared:
         parts.append("<context>\n" + "\n".join(render_message(m, max_message_chars) for m in lists[0][:shared]) + "\n</context>")
+    if repeated:
+        blocks = [f'<result id="{rid}">\n{render_message(m, max_message_chars)}\n</result>' for (m, rid) in repeated.values()]
+        parts.append("Tool results that several trajectories received, shown once:\n" + "\n".join(blocks))
     for i, messages in enumerate(lists, start=1):
-        body = "\n".join(render_message(m, max_message_chars) for m in messages[shared:]) or "(no further messages)"
+        rendered = []
+        for m in messages[shared:]:
+            key = _result_key(m)
+            rendered.append(f"[tool:{m.name}] (result {repeated[key][1]})" if key in repeated else render_message(m, max_message_chars))
+        body = "\n".join(rendered) or "(no further messages)"
         parts.append(f'<trajectory id="{i}">\n{body}\n</trajectory>')
     what = _RELATIVE if len(lists) > 1 else _ABSOLUTE
     system = _SYSTEM.format(what=what, rubric=rubric or GENERAL_RUBRIC)
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
+
+
+_MIN_SHARED_RESULT_CHARS = 200
+
+
+def _result_key(message: Message) -> tuple[str, str] | None:
+    if message.role != "tool" or len(message.content or "") < _MIN_SHARED_RESULT_CHARS:
+        return None
+    return (message.name or "", message.content or "")
+
+
+def _repeated_tool_results(remainders: Sequence[Sequence[Message]]) -> dict[tuple[str, str], tuple[Message, str]]:
+    """Long tool results that appear in two or more remainders, with ids "R1", "R2", ..."""
+    seen: dict[tuple[str, str], set[int]] = {}
+    first: dict[tuple[str, str], Message] = {}
+    for i, messages in enumerate(remainders):
+        for m in messages:
+            key = _result_key(m)
+            if key is not None:
+                seen.setdefault(key, set()).add(i)
+                first.setdefault(key, m)
+    repeated = [key for key, owners in seen.items() if len(owners) > 1]
+    return {key: (first[key], f"R{n}") for n, key in enumerate(repeated, start=1)}
 
 
 # -- reply parsing ------------------------------------------------------------------------
