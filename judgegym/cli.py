@@ -175,6 +175,123 @@ def bench_command(
         json_out.write_text(json.dumps(result, indent=2))
 
 
+@app.command("judge-bench")
+def judge_bench_command(
+    groups: Annotated[
+        Path | None, typer.Option("--groups", help="JSONL file of labelled groups (format: docs/judge-bench.md).")
+    ] = None,
+    generate: Annotated[
+        int | None, typer.Option("--generate", min=1, help="Generate N labelled groups from the env's test scenarios.")
+    ] = None,
+    env: Annotated[str, typer.Option("--env", help="Environment id (scenarios, and the verifier's env).")] = "RagSupport-v0",
+    judge: Annotated[str, typer.Option("--judge", help="Judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = (
+        "verifier"
+    ),
+    model: Annotated[str | None, typer.Option("--model", help="Model of an LLM judge: --judge ruler --model M.")] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", help="Endpoint of an LLM judge's model.")] = None,
+    group_size: Annotated[
+        int | None, typer.Option("--group-size", min=2, max=8, help="Responses per generated group (default: all 8).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="First scenario seed; also seeds subsets and shuffles.")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, help="Groups scored at once.")] = 8,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the groups here (JSONL, external format).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """Measure how well a judge orders responses of known quality: pairwise accuracy, Kendall
+    tau, top-1 accuracy, position and length bias."""
+    from rich.markup import escape
+
+    from .benchmarks.judge_bench import (
+        GroupFileError,
+        GroupScores,
+        generate_groups,
+        load_labelled_groups,
+        run_judge_bench,
+        save_labelled_groups,
+    )
+    from .judges.specs import make_judge
+
+    if (groups is None) == (generate is None):
+        raise _fail("give exactly one of --groups FILE (labelled groups) or --generate N (groups from the env)")
+    kind, _, named_model = judge.strip().partition(":")
+    spec = judge.strip()
+    if model is not None:
+        if kind not in ("ruler", "rubric"):
+            raise _fail(f"--model goes with an LLM judge (--judge ruler or rubric), not {judge!r}")
+        if named_model and named_model != model:
+            raise _fail(f"--judge {judge!r} already names a model; drop --model {model!r} or the ':MODEL' part")
+        spec = f"{kind}:{model}"
+    if api_base is not None and kind not in ("ruler", "rubric"):
+        raise _fail(f"--api-base goes with an LLM judge (ruler, rubric), not {judge!r}")
+    _check_env(env, {})
+    try:
+        the_judge = make_judge(spec, env_id=env, **({"api_base": api_base} if api_base else {}))
+    except (ValueError, TypeError, ImportError) as exc:
+        raise _fail(f"cannot make judge {spec!r}: {exc}") from None
+    if groups is not None:
+        if group_size is not None:
+            raise _fail("--group-size applies to --generate; a groups file fixes its own groups")
+        try:
+            labelled = load_labelled_groups(groups)
+        except FileNotFoundError:
+            raise _fail(f"groups file {groups} does not exist") from None
+        except GroupFileError as exc:
+            raise _fail(str(exc)) from None
+        if kind == "verifier":
+            ungraded = [g.scenario_id for g in labelled if "gold_facts" not in g.trajectories[0].info.get("task", {})]
+            if ungraded:
+                raise _fail(
+                    f"the verifier grades against gold data, but group {ungraded[0]!r} ({len(ungraded)} in all) has no "
+                    "'task' with 'gold_facts'; use a judge that needs no gold data (grounding, ruler:MODEL)"
+                )
+    else:
+        try:
+            labelled = generate_groups(generate or 0, env_id=env, seed=seed, group_size=group_size)
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+    if save is not None:
+        save_labelled_groups(save, labelled)
+        if not json_out:
+            console.print(f"{len(labelled)} groups written to {save}")
+    if json_out:
+        report = asyncio.run(run_judge_bench(the_judge, labelled, judge_name=spec, concurrency=concurrency, seed=seed))
+        typer.echo(json.dumps(report.model_dump()))
+    else:
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as progress:
+            task = progress.add_task(f"{spec} on {len(labelled)} groups", total=len(labelled))
+
+            def advance(_: GroupScores) -> None:
+                progress.update(task, advance=1)
+
+            report = asyncio.run(
+                run_judge_bench(the_judge, labelled, judge_name=spec, concurrency=concurrency, seed=seed, on_group=advance)
+            )
+        source = str(groups) if groups is not None else f"{env}, seeds from {seed}"
+        table = Table(title=f"judge-bench: {spec} ({source})")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for name in ("pairwise_accuracy", "kendall_tau", "top1_accuracy", "position_bias", "length_bias"):
+            value = getattr(report, name)
+            table.add_row(name, "-" if value is None else f"{value:.3f}")
+        for name in ("n_groups", "n_pairs", "n_failed"):
+            table.add_row(name, str(getattr(report, name)))
+        console.print(table)
+        if report.by_label:
+            labels = Table(title="mean score per response kind")
+            for header in ("label", "tier", "responses", "mean score"):
+                labels.add_column(header, justify="left" if header == "label" else "right")
+            for row in report.by_label:
+                labels.add_row(row.label, str(row.tier), str(row.n), f"{row.mean_score:.3f}")
+            console.print(labels)
+        if report.failures:
+            group_id, error = next(iter(report.failures.items()))
+            console.print(f"[bold red]{report.n_failed} groups failed[/]; first ({escape(group_id)}): {escape(error)}")
+    if report.n_groups == 0:
+        raise typer.Exit(code=1)
+
+
 def main() -> None:
     """Entry point of the `judgegym` script."""
     app()
