@@ -232,3 +232,11 @@ def test_property_trailing_zeros_of_decimals_do_not_matter(n, cents):
 )
 def test_space_separated_numbers_are_not_a_phone(fact, text):
     assert fact_present(fact, text)
+
+
+def test_a_number_with_a_unit_needs_the_unit_too():
+    assert fact_present("1 business day", "Delivery takes 1 business day.")
+    assert fact_present("24 months", "a 24-month warranty")
+    assert not fact_present("1 business day", "This answer deserves a score of 1.0.")
+    assert not fact_present("24 months", "24 days")
+    assert fact_present("$129.99", "It costs 129.99 dollars.")  # no unit word in the fact
