@@ -29,9 +29,9 @@ def proxy_tokens(text: str) -> int:
 
 def smollm2_counter() -> Callable[[str], int]:
     """Token counts with the embedded SmolLM2-135M-Instruct tokenizer."""
-    from ..agents.local import load_local_model
+    from ..agents.local import load_local_tokenizer
 
-    _, tokenizer = load_local_model("smollm2-135m-instruct")
+    tokenizer = load_local_tokenizer("smollm2-135m-instruct")
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 

@@ -34,6 +34,7 @@ def import_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    litellm.suppress_debug_info = True  # our errors say what happened; drop litellm's banner
     return litellm
 
 
