@@ -68,9 +68,7 @@ def eval_command(
     split: Annotated[str, typer.Option(help="Scenario split: train or test.")] = "test",
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
     scenarios: Annotated[Path | None, typer.Option(help="JSONL file of your own scenarios (replaces the split).")] = None,
-    env_arg: Annotated[
-        list[str] | None, typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")
-    ] = None,
+    env_arg: Annotated[list[str] | None, typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 8,
     out: Annotated[Path | None, typer.Option(help="Write the judged trajectories here (JSONL).")] = None,
 ) -> None:
@@ -177,16 +175,12 @@ def bench_command(
 
 @app.command("judge-bench")
 def judge_bench_command(
-    groups: Annotated[
-        Path | None, typer.Option("--groups", help="JSONL file of labelled groups (format: docs/judge-bench.md).")
-    ] = None,
+    groups: Annotated[Path | None, typer.Option("--groups", help="JSONL file of labelled groups (format: docs/judge-bench.md).")] = None,
     generate: Annotated[
         int | None, typer.Option("--generate", min=1, help="Generate N labelled groups from the env's test scenarios.")
     ] = None,
     env: Annotated[str, typer.Option("--env", help="Environment id (scenarios, and the verifier's env).")] = "RagSupport-v0",
-    judge: Annotated[str, typer.Option("--judge", help="Judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = (
-        "verifier"
-    ),
+    judge: Annotated[str, typer.Option("--judge", help="Judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = ("verifier"),
     model: Annotated[str | None, typer.Option("--model", help="Model of an LLM judge: --judge ruler --model M.")] = None,
     api_base: Annotated[str | None, typer.Option("--api-base", help="Endpoint of an LLM judge's model.")] = None,
     group_size: Annotated[

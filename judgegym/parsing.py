@@ -38,9 +38,7 @@ class ParsedAction:
 
     def assistant_message(self) -> Message:
         """The assistant message to record in the conversation."""
-        tool_calls = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in self.calls
-        ]
+        tool_calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in self.calls]
         extra = {"reasoning_content": self.reasoning} if self.reasoning else {}
         return Message(role="assistant", content=self.content, tool_calls=tool_calls or None, **extra)
 
@@ -81,9 +79,7 @@ def _call_from_json_text(body: str, call_id: str) -> ParsedCall:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nested too deeply"
         return ParsedCall(call_id, _guess_name(body), body.strip(), f"the <tool_call> block is not valid JSON ({detail})")
     if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-        return ParsedCall(
-            call_id, "", body.strip(), 'a <tool_call> block must be a JSON object {"name": str, "arguments": {...}}'
-        )
+        return ParsedCall(call_id, "", body.strip(), 'a <tool_call> block must be a JSON object {"name": str, "arguments": {...}}')
     arguments = payload.get("arguments", payload.get("parameters", {}))
     return ParsedCall(call_id, payload["name"], arguments if isinstance(arguments, str) else _dumps(arguments))
 

@@ -98,8 +98,7 @@ class Conversation(Space[list[dict[str, Any]]]):
 
     def contains(self, x: Any) -> bool:
         return isinstance(x, list) and all(
-            isinstance(m, dict) and m.get("role") in ROLES and (m.get("content") is None or isinstance(m["content"], str))
-            for m in x
+            isinstance(m, dict) and m.get("role") in ROLES and (m.get("content") is None or isinstance(m["content"], str)) for m in x
         )
 
     def __eq__(self, other: object) -> bool:

@@ -46,8 +46,7 @@ class StubServer:
                         "object": "chat.completion",
                         "created": int(time.time()),
                         "model": body.get("model", "stub"),
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": reply["content"]}}],
+                        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply["content"]}}],
                         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
                     }
                 data = json.dumps(payload).encode()

@@ -53,8 +53,10 @@ class Broken(Judge):
 
 
 def make_group(*values):
-    return Group(scenario_id="s", trajectories=[
-        Trajectory(scenario_id="s", messages=[{"role": "assistant", "content": json.dumps(v)}]) for v in values])
+    return Group(
+        scenario_id="s",
+        trajectories=[Trajectory(scenario_id="s", messages=[{"role": "assistant", "content": json.dumps(v)}]) for v in values],
+    )
 
 
 def run(coro):

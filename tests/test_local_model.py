@@ -36,9 +36,7 @@ def test_completion_returns_text_and_usage(litellm):
 
 def test_acompletion_returns_text_and_usage(litellm):
     async def ask():
-        return await asyncio.gather(
-            *(litellm.acompletion(model=MODEL, messages=QUESTION, temperature=0, max_tokens=24) for _ in range(2))
-        )
+        return await asyncio.gather(*(litellm.acompletion(model=MODEL, messages=QUESTION, temperature=0, max_tokens=24) for _ in range(2)))
 
     first, second = asyncio.run(ask())
     assert "Paris" in first.choices[0].message.content
@@ -74,9 +72,7 @@ def test_json_response_format_and_tool_messages_do_not_crash(litellm):
         },
         {"role": "tool", "tool_call_id": "c1", "content": "The Lark 2 costs $759.99."},
     ]
-    response = litellm.completion(
-        model=MODEL, messages=messages, temperature=0, max_tokens=8, response_format={"type": "json_object"}
-    )
+    response = litellm.completion(model=MODEL, messages=messages, temperature=0, max_tokens=8, response_format={"type": "json_object"})
     assert isinstance(response.choices[0].message.content, str) and response.usage.completion_tokens > 0
 
 

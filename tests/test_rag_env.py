@@ -35,8 +35,7 @@ def test_check_env_passes_with_user_scenarios(tmp_path):
 
 def test_judgegym_prefix_imports_the_package_in_a_fresh_interpreter():
     code = (
-        "import gymnasium as gym; env = gym.make('judgegym:RagSupport-v0', n_products=20); "
-        "obs, info = env.reset(seed=1); print(len(obs))"
+        "import gymnasium as gym; env = gym.make('judgegym:RagSupport-v0', n_products=20); obs, info = env.reset(seed=1); print(len(obs))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

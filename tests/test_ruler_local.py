@@ -28,8 +28,10 @@ def attempt(answer):
 
 
 def test_ruler_with_the_embedded_model_scores_or_fails_loudly(tmp_path):
-    group = Group(scenario_id="e2e", trajectories=[Trajectory(scenario_id="e2e", messages=attempt(a))
-                                                   for a in ("24 months [w].", "I don't know.")])
+    group = Group(
+        scenario_id="e2e",
+        trajectories=[Trajectory(scenario_id="e2e", messages=attempt(a)) for a in ("24 months [w].", "I don't know.")],
+    )
     judge = RulerJudge("local/smollm2-135m-instruct", max_tokens=120, cache_dir=tmp_path)
     try:
         scores = asyncio.run(judge.score_group(group))

@@ -72,9 +72,7 @@ def test_message_from_openai_dict_keeps_unknown_fields():
         "role": "assistant",
         "content": None,
         "reasoning_content": "thinking...",
-        "tool_calls": [
-            {"id": "c1", "type": "function", "index": 0, "function": {"name": "search", "arguments": "{}", "extra": 1}}
-        ],
+        "tool_calls": [{"id": "c1", "type": "function", "index": 0, "function": {"name": "search", "arguments": "{}", "extra": 1}}],
     }
     message = Message.model_validate(raw)
     assert message.model_extra == {"reasoning_content": "thinking..."}
@@ -375,9 +373,7 @@ def messages(draw):
         "tool_call_id": draw(st.none() | st.text(max_size=8)),
         "name": draw(st.none() | st.text(max_size=8)),
     }
-    extras = draw(
-        st.dictionaries(st.sampled_from(["reasoning_content", "refusal", "audio", "provider_meta"]), json_values, max_size=2)
-    )
+    extras = draw(st.dictionaries(st.sampled_from(["reasoning_content", "refusal", "audio", "provider_meta"]), json_values, max_size=2))
     return Message(**fields, **extras)
 
 

@@ -64,16 +64,12 @@ async def evaluate(
     return [results[s] for s in sorted(results)]
 
 
-def bootstrap_ci(
-    values: Sequence[float], confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
+def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean (degenerate when there is no spread)."""
     data = np.asarray(values, dtype=float)
     if len(data) < 2 or np.ptp(data) == 0:
         return float(data.mean()), float(data.mean())
-    result = stats.bootstrap(
-        (data,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile", random_state=seed
-    )
+    result = stats.bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile", random_state=seed)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 

@@ -147,9 +147,7 @@ def _scenario_group(env: gym.Env, seed: int, size: int) -> Group | None:
     reads = [_call("read", {"doc_id": d}, f"call_read_{i}") for i, d in enumerate(task["supporting_doc_ids"])]
     for read in reads:
         observation, *_ = env.step(read)
-    seen = extract_entities("\n".join(m.get("content") or "" for m in observation)).union(
-        *map(extract_entities, task["gold_facts"])
-    )
+    seen = extract_entities("\n".join(m.get("content") or "" for m in observation)).union(*map(extract_entities, task["gold_facts"]))
     rng = random.Random(f"judge-bench/{info['scenario_id']}")
     names = rng.sample(list(PERTURBATIONS), size)
     while len({PERTURBATIONS[n] for n in names}) < 2:

@@ -40,8 +40,9 @@ def prompt_tokens(group: Group, count: Callable[[str], int], dedup: bool) -> int
     return sum(count(m["content"]) for m in build_prompt(group.trajectories, dedup=dedup))
 
 
-def measure(n_groups: int = 50, sizes: tuple[int, ...] = (4, 8), count: Callable[[str], int] = proxy_tokens,
-            seed: int = 0) -> dict[str, Any]:
+def measure(
+    n_groups: int = 50, sizes: tuple[int, ...] = (4, 8), count: Callable[[str], int] = proxy_tokens, seed: int = 0
+) -> dict[str, Any]:
     """Median tokens per group with and without dedup, and the median per-group ratio."""
     result: dict[str, Any] = {}
     for size in sizes:

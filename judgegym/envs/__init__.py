@@ -25,9 +25,7 @@ def register_envs() -> None:
     """Register every judgegym env with Gymnasium (idempotent)."""
     for env_id, entry_point in ENVIRONMENTS.items():
         if env_id not in gym.registry:
-            gym.register(
-                id=env_id, entry_point=entry_point, vector_entry_point=GROUP_ENVIRONMENTS.get(env_id), disable_env_checker=False
-            )
+            gym.register(id=env_id, entry_point=entry_point, vector_entry_point=GROUP_ENVIRONMENTS.get(env_id), disable_env_checker=False)
 
 
 __all__ = ["ENVIRONMENTS", "GROUP_ENVIRONMENTS", "ChatEnv", "Episode", "GroupVectorEnv", "register_envs"]

@@ -122,9 +122,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         """OpenAI function schemas of the current episode's tools ([] before `reset`)."""
         return self._episode.tools.schemas if self._episode else []
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Start an episode. The same `seed` gives the same scenario; without one, a seed is
         drawn from the env's generator. Returns (conversation, info) where info holds
         ``scenario_id``, ``seed``, ``tools`` (schemas) and ``task`` (grading data)."""

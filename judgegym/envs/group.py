@@ -158,9 +158,7 @@ class GroupVectorEnv(VectorEnv):
         self._started, self._group_done = True, False
         return tuple(self._obs), infos
 
-    def step(
-        self, actions: Sequence[Any]
-    ) -> tuple[tuple[list[dict[str, Any]], ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Sequence[Any]) -> tuple[tuple[list[dict[str, Any]], ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step the active members; parked ones ignore their action (see class docs)."""
         if not self._started:
             raise RuntimeError("call reset() before step()")

@@ -76,8 +76,7 @@ class Gate(_Combination):
     the passing trajectories as a group of their own (skipped when none passes).
     """
 
-    def __init__(self, gate: Judge, judge: Judge, threshold: float = 0.5, floor: float = 0.0,
-                 names: tuple[str, str] = ("gate", "judge")):
+    def __init__(self, gate: Judge, judge: Judge, threshold: float = 0.5, floor: float = 0.0, names: tuple[str, str] = ("gate", "judge")):
         super().__init__({names[0]: gate, names[1]: judge})
         self.threshold, self.floor, self.names = threshold, floor, names
 

@@ -21,6 +21,24 @@ _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 _NUMBER = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)*")
 _SPACE = re.compile(r"\s+")
 
+# Phrases an answer uses to say the sources lack the answer, or to offer a human.
+ABSTENTION = re.compile(
+    r"\b(?:i (?:do not|don't|cannot|can't|could not|couldn't|was unable to|am unable to|wasn't able to) "
+    r"(?:find|know|locate|see|answer|confirm|determine)"
+    r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine)"
+    r"|(?:no|not any|isn't any|is no) (?:information|mention|details?|documentation|article)"
+    r"|(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
+    r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our|any) "
+    r"(?:knowledge base|documentation|docs|articles?|help cent(?:er|re)|context|sources?)"
+    r"|not sure|don't have (?:that|this|any) information|no such (?:product|model|item))",
+    re.IGNORECASE,
+)
+ESCALATION = re.compile(
+    r"\b(?:escalat\w*|human (?:support )?(?:agent|representative|colleague|specialist)"
+    r"|(?:open|create|file|raise) a (?:support )?(?:ticket|case)|support (?:team|specialist|agent))",
+    re.IGNORECASE,
+)
+
 
 def canonical_number(token: str) -> str:
     """ "1,299.00" -> "1299", "3.50" -> "3.5"; dotted versions ("2.3.1") stay as they are."""
@@ -88,4 +106,4 @@ def fact_present(fact: str, text: str, text_entities: set[str] | None = None) ->
     return bool(needle) and needle in normalize_text(text)
 
 
-__all__ = ["canonical_number", "extract_entities", "fact_present", "normalize_text"]
+__all__ = ["ABSTENTION", "ESCALATION", "canonical_number", "extract_entities", "fact_present", "normalize_text"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..trajectory import Group, Trajectory
 from .base import JudgeScore, PointwiseJudge
-from .facts import extract_entities
+from .facts import ABSTENTION, extract_entities
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -40,17 +40,6 @@ _SENTENCE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9$�
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _WORD = re.compile(r"\w+")
 _REFERS_BACK = re.compile(r"(?:it|its|it's|they|their|them|this|these|that|those|he|she|both|each|either|neither)\b", re.I)
-_ABSTAIN = re.compile(
-    r"\b(?:i (?:do not|don't|cannot|can't|could not|couldn't|was unable to|am unable to|wasn't able to) "
-    r"(?:find|know|locate|see|answer|confirm|determine)"
-    r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine)"
-    r"|(?:no|not any|isn't any|is no) (?:information|mention|details?|documentation|article)"
-    r"|(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
-    r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our|any) "
-    r"(?:knowledge base|documentation|docs|articles?|help cent(?:er|re)|context|sources?)"
-    r"|don't have (?:that|this|any) information|no such (?:product|model|item))",
-    re.IGNORECASE,
-)
 
 _model: SentenceTransformer | None = None
 _model_lock = threading.Lock()  # guards loading, encoding and the cache
@@ -201,7 +190,7 @@ class GroundingJudge(PointwiseJudge):
         question_match = float((chunks @ question).max()) if n_chunks and p.question else 0.0
         unsupported = _unsupported(p.answer, p.evidence + "\n" + p.question)
         grounding = 0.5 ** len(unsupported)
-        abstained = bool(_ABSTAIN.search(p.answer))
+        abstained = bool(ABSTENTION.search(p.answer))
         components = {
             "answered": 1.0,
             "support": support,

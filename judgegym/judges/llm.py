@@ -101,9 +101,7 @@ class JudgeLLM:
     usage: Usage = field(default_factory=Usage)
 
     def __post_init__(self) -> None:
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
         self._cache: Any = None
 
     @property

@@ -27,8 +27,12 @@ class RubricJudge(PointwiseJudge):
     async def score(self, trajectory: Trajectory) -> JudgeScore:
         scores, usage = await self._ruler.score_in_order([trajectory])
         score, explanation = scores["1"]
-        components = {"rubric": score, "judge_prompt_tokens": float(usage.prompt_tokens),
-                      "judge_completion_tokens": float(usage.completion_tokens), "judge_cost": usage.cost}
+        components = {
+            "rubric": score,
+            "judge_prompt_tokens": float(usage.prompt_tokens),
+            "judge_completion_tokens": float(usage.completion_tokens),
+            "judge_cost": usage.cost,
+        }
         return JudgeScore(score=score, explanation=explanation, components=components)
 
 

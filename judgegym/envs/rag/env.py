@@ -123,9 +123,7 @@ class RagSupportEnv(ChatEnv):
 
     # -- tools (bound to the current episode's knowledge base) ---------------------------
 
-    def _search(
-        self, query: Annotated[str, Field(min_length=1, max_length=2000)], k: Annotated[int, Field(ge=1, le=20)] = 5
-    ) -> str:
+    def _search(self, query: Annotated[str, Field(min_length=1, max_length=2000)], k: Annotated[int, Field(ge=1, le=20)] = 5) -> str:
         """Search the knowledge base (BM25 keyword search) and list the best-matching articles.
 
         Args:

@@ -79,9 +79,7 @@ def load_scenarios(path: str | Path) -> list[RagScenario]:
                 raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': at least one document is required")
             _check_references(scenario, path, lineno)
             if scenario.id in seen:
-                raise ScenarioFileError(
-                    f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}"
-                )
+                raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
             seen[scenario.id] = lineno
             scenarios.append(scenario)
     if not scenarios:

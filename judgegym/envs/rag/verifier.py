@@ -11,25 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import extract_entities, fact_present
+from ...judges.facts import ABSTENTION, ESCALATION, extract_entities, fact_present
 from ...trajectory import Trajectory
 
-_ABSTAIN = re.compile(
-    r"\b(?:i (?:do not|don't|cannot|can't|could not|couldn't|was unable to|am unable to|wasn't able to) "
-    r"(?:find|know|locate|see|answer|confirm|determine)"
-    r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine)"
-    r"|(?:no|not any|isn't any|is no) (?:information|mention|details?|documentation|article)"
-    r"|(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
-    r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our) "
-    r"(?:knowledge base|documentation|docs|articles|help cent(?:er|re))"
-    r"|not sure|don't have (?:that|this|any) information|no such (?:product|model))",
-    re.IGNORECASE,
-)
-_ESCALATE = re.compile(
-    r"\b(?:escalat\w*|human (?:support )?(?:agent|representative|colleague|specialist)"
-    r"|(?:open|create|file|raise) a (?:support )?(?:ticket|case)|support (?:team|specialist|agent))",
-    re.IGNORECASE,
-)
 _CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
 
 
@@ -70,8 +54,8 @@ class RagVerifier(Verifier):
         supported = extract_entities(seen_text).union(*(extract_entities(f) for f in gold))
         unsupported = sorted(answer_entities - supported)
         grounding = 0.5 ** len(unsupported)
-        abstained = bool(_ABSTAIN.search(answer))
-        escalated = bool(_ESCALATE.search(answer))
+        abstained = bool(ABSTENTION.search(answer))
+        escalated = bool(ESCALATION.search(answer))
         words = len(answer.split())
         length = 1.0 if words <= self.max_words else max(0.8, 1.0 - 0.2 * (words - self.max_words) / self.max_words)
         cited = set(_CITATION.findall(answer))

@@ -349,8 +349,7 @@ _CATEGORIES = (
             ("Audio drops out", "Keep your phone within 10 metres and away from microwaves and busy Wi-Fi routers."),
             (
                 "The microphone sounds muffled on calls",
-                "Make sure the microphone openings aren't covered and select the "
-                "headphones as the input device in your call app.",
+                "Make sure the microphone openings aren't covered and select the headphones as the input device in your call app.",
             ),
         ),
         (
@@ -428,13 +427,11 @@ _CATEGORIES = (
             ),
             (
                 "Stereo pairing fails",
-                "Update both speakers to the same firmware, place them within 3 metres of each "
-                "other and start pairing from the app.",
+                "Update both speakers to the same firmware, place them within 3 metres of each other and start pairing from the app.",
             ),
             (
                 "Sound is distorted at high volume",
-                "Lower the volume on your phone and raise it on the speaker instead, "
-                "and turn off any bass boost in your music app.",
+                "Lower the volume on your phone and raise it on the speaker instead, and turn off any bass boost in your music app.",
             ),
         ),
         (
@@ -565,8 +562,7 @@ _CATEGORIES = (
         (
             (
                 "Internet is slow in some rooms",
-                "Run the placement check in the app. Routers work best raised off the "
-                "floor and away from thick walls and fish tanks.",
+                "Run the placement check in the app. Routers work best raised off the floor and away from thick walls and fish tanks.",
             ),
             (
                 "The status light is red",
@@ -1068,8 +1064,7 @@ _RESTART_LINES = (
 )
 _RESET_LINES = (
     "Factory reset: press and hold {button} for {reset} until the status light blinks. This erases all settings.",
-    "If nothing else helps, restore factory settings by pressing and holding {button} for {reset}. All your settings "
-    "will be erased.",
+    "If nothing else helps, restore factory settings by pressing and holding {button} for {reset}. All your settings will be erased.",
     "To factory reset the {name}, press and hold {button} for {reset}. The status light blinks when the reset starts.",
 )
 _FIRMWARE_LINES = (
@@ -1512,8 +1507,7 @@ _NO_REGION_Q = (
 _UNANSWERABLE_A = (
     "I'm sorry, I couldn't find {topic} in our knowledge base, so I can't give you a reliable answer. I can escalate "
     "this to a human support agent who can help.",
-    "Our knowledge base doesn't cover {topic}, so I don't want to guess. Would you like me to escalate this to a "
-    "human support agent?",
+    "Our knowledge base doesn't cover {topic}, so I don't want to guess. Would you like me to escalate this to a human support agent?",
     "I wasn't able to find {topic} in our help articles. Let me escalate your question to a human support agent who "
     "can confirm it for you.",
 )
@@ -1985,9 +1979,7 @@ def _make_teams(rng: random.Random, categories: list[_Category], domain: str) ->
     return teams
 
 
-def _make_families(
-    rng: random.Random, categories: list[_Category], teams: dict[str, _Team], n: int, initials: str
-) -> list[list[_Product]]:
+def _make_families(rng: random.Random, categories: list[_Category], teams: dict[str, _Team], n: int, initials: str) -> list[list[_Product]]:
     top = max(9, math.ceil(n / len(_FAMILY_NAMES)) + 1)
     names = [(base, k) for base in _FAMILY_NAMES for k in range(1, top + 1)]
     rng.shuffle(names)
@@ -2005,9 +1997,7 @@ def _make_families(
     return families
 
 
-def _make_family(
-    rng: random.Random, base: str, number: int, cat: _Category, team: _Team, size: int, initials: str
-) -> list[_Product]:
+def _make_family(rng: random.Random, base: str, number: int, cat: _Category, team: _Team, size: int, initials: str) -> list[_Product]:
     tens = rng.randint(cat.price[0] // 10 + 1, cat.price[1] // 10 + 1)
     ending = rng.choice((99, 99, 99, 0, 49, 95))
 
@@ -2308,9 +2298,7 @@ def _guides(categories: list[_Category]) -> list[_Doc]:
     return [(f"guide-{_slug(title)}", title, text) for c in categories for title, text in c.guides]
 
 
-def _blogs(
-    rng: random.Random, company: str, families: list[list[_Product]], categories: list[_Category], count: int
-) -> list[_Doc]:
+def _blogs(rng: random.Random, company: str, families: list[list[_Product]], categories: list[_Category], count: int) -> list[_Doc]:
     posts = []
     for _ in range(count):
         title, body = rng.choice(_BLOGS)
