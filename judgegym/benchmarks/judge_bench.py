@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from scipy import stats
 
+from ..jsonl import read_records
 from ..judges.base import Judge
 from ..judges.facts import extract_entities
 from ..trajectory import Group, Message, TerminationReason, Trajectory
@@ -307,52 +308,38 @@ def load_labelled_groups(path: str | Path) -> list[Group]:
     path = Path(path)
     groups: list[Group] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    for lineno, record in read_records(path, _GroupRecord, GroupFileError):
 
-            def fail(field: str, problem: str, lineno: int = lineno) -> GroupFileError:
-                return GroupFileError(f"{path}, line {lineno}: field '{field}': {problem}")
+        def fail(field: str, problem: str, lineno: int = lineno) -> GroupFileError:
+            return GroupFileError(f"{path}, line {lineno}: field '{field}': {problem}")
 
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise GroupFileError(f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(raw, dict):
-                raise GroupFileError(f"{path}, line {lineno}: expected a JSON object, got {type(raw).__name__}")
-            try:
-                record = _GroupRecord.model_validate(raw)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                raise fail(".".join(str(part) for part in first["loc"]) or "<line>", first["msg"]) from None
-            responses = [_response_messages(r, f"responses.{i}", fail) for i, r in enumerate(record.responses)]
-            n = len(responses)
-            if len(record.tiers) != n:
-                raise fail("tiers", f"{len(record.tiers)} tiers for {n} responses; give one tier per response")
-            if len(set(record.tiers)) < 2:
-                raise fail("tiers", "every response has the same tier, so there is nothing to rank")
-            if record.labels is not None and len(record.labels) != n:
-                raise fail("labels", f"{len(record.labels)} labels for {n} responses; give one label per response")
-            if record.id in seen:
-                raise fail("id", f"'{record.id}' already used on line {seen[record.id]}")
-            seen[record.id] = lineno
-            labels = record.labels or [f"tier {t}" for t in record.tiers]
-            trajectories = []
-            for response, tier, label in zip(responses, record.tiers, labels, strict=True):
-                info: dict[str, Any] = {"tier": tier, "perturbation": label}
-                if record.task is not None:
-                    info["task"] = record.task
-                trajectories.append(
-                    Trajectory(
-                        scenario_id=record.id,
-                        messages=[*record.messages, *response],
-                        tools=record.tools,
-                        termination=TerminationReason.FINAL_ANSWER if _is_answer(response[-1]) else None,
-                        info=info,
-                    )
+        responses = [_response_messages(r, f"responses.{i}", fail) for i, r in enumerate(record.responses)]
+        n = len(responses)
+        if len(record.tiers) != n:
+            raise fail("tiers", f"{len(record.tiers)} tiers for {n} responses; give one tier per response")
+        if len(set(record.tiers)) < 2:
+            raise fail("tiers", "every response has the same tier, so there is nothing to rank")
+        if record.labels is not None and len(record.labels) != n:
+            raise fail("labels", f"{len(record.labels)} labels for {n} responses; give one label per response")
+        if record.id in seen:
+            raise fail("id", f"'{record.id}' already used on line {seen[record.id]}")
+        seen[record.id] = lineno
+        labels = record.labels or [f"tier {t}" for t in record.tiers]
+        trajectories = []
+        for response, tier, label in zip(responses, record.tiers, labels, strict=True):
+            info: dict[str, Any] = {"tier": tier, "perturbation": label}
+            if record.task is not None:
+                info["task"] = record.task
+            trajectories.append(
+                Trajectory(
+                    scenario_id=record.id,
+                    messages=[*record.messages, *response],
+                    tools=record.tools,
+                    termination=TerminationReason.FINAL_ANSWER if _is_answer(response[-1]) else None,
+                    info=info,
                 )
-            groups.append(Group(scenario_id=record.id, trajectories=trajectories))
+            )
+        groups.append(Group(scenario_id=record.id, trajectories=trajectories))
     if not groups:
         raise GroupFileError(f"{path}: no groups (the file is empty)")
     return groups

@@ -6,11 +6,12 @@ documents. Both are `RagScenario` objects, so the env and the verifier see one t
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...jsonl import read_records
 
 
 class Document(BaseModel):
@@ -59,29 +60,14 @@ def load_scenarios(path: str | Path) -> list[RagScenario]:
     path = Path(path)
     scenarios: list[RagScenario] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ScenarioFileError(f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(raw, dict):
-                raise ScenarioFileError(f"{path}, line {lineno}: expected a JSON object, got {type(raw).__name__}")
-            try:
-                scenario = RagScenario.model_validate(raw)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                field = ".".join(str(part) for part in first["loc"]) or "<line>"
-                raise ScenarioFileError(f"{path}, line {lineno}: field '{field}': {first['msg']}") from None
-            if not scenario.documents:
-                raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': at least one document is required")
-            _check_references(scenario, path, lineno)
-            if scenario.id in seen:
-                raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
-            seen[scenario.id] = lineno
-            scenarios.append(scenario)
+    for lineno, scenario in read_records(path, RagScenario, ScenarioFileError):
+        if not scenario.documents:
+            raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': at least one document is required")
+        _check_references(scenario, path, lineno)
+        if scenario.id in seen:
+            raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
+        seen[scenario.id] = lineno
+        scenarios.append(scenario)
     if not scenarios:
         raise ScenarioFileError(f"{path}: no scenarios (the file is empty)")
     return scenarios
