@@ -244,3 +244,24 @@ def test_the_text_parser_is_pluggable():
     assert not terminated and obs[-1]["role"] == "tool" and obs[-1]["content"].startswith("[")
     *_, terminated, _, _ = env.step('<tool_call>{"name": "search", "arguments": {}}</tool_call>')
     assert terminated  # this parser sees no call in Hermes text: it is a final answer
+
+
+def test_query_tokens_agree_with_bm25s_tokenize():
+    import bm25s
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from judgegym.envs.rag.retrieval import _STEMMER, query_tokens
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.one_of(
+            st.text(max_size=80),
+            st.sampled_from(["How long is the warranty on the Aurora 2 Pro?", "What's the total for shipping to Poland?", "the and of"]),
+        )
+    )
+    def agree(query):
+        expected = bm25s.tokenize([query], stopwords="en", stemmer=_STEMMER, show_progress=False, return_ids=False)[0]
+        assert query_tokens(query) == expected
+
+    agree()
