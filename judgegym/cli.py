@@ -78,11 +78,11 @@ def eval_command(
         if not scenarios.exists():
             raise _fail(f"scenario file {scenarios} does not exist")
         env_kwargs["scenarios"] = str(scenarios)
+    _check_env(env, env_kwargs)
     try:
-        agents = [make_agent(spec) for spec in agent or ["search-quote"]]
+        agents = [make_agent(spec, env) for spec in agent or ["search-quote"]]
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    _check_env(env, env_kwargs)
     summaries: list[EvalSummary] = []
     everything: list[Trajectory] = []
     with Progress(

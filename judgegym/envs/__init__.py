@@ -9,11 +9,15 @@ from .group import GroupVectorEnv
 
 ENVIRONMENTS: dict[str, str] = {
     "RagSupport-v0": "judgegym.envs.rag:RagSupportEnv",
+    "CustomerSupport-v0": "judgegym.envs.support:CustomerSupportEnv",
+    "Summarize-v0": "judgegym.envs.summarize:SummarizeEnv",
 }
 """Env id -> entry point, registered on `import judgegym`."""
 
 GROUP_ENVIRONMENTS: dict[str, str] = {
     "RagSupport-v0": "judgegym.envs.group:rag_support_group",
+    "CustomerSupport-v0": "judgegym.envs.group:customer_support_group",
+    "Summarize-v0": "judgegym.envs.group:summarize_group",
 }
 """Env id -> ``vector_entry_point``: a `GroupEntryPoint` building a `GroupVectorEnv` (G members,
 one scenario, one judge call per group). A string, so the spec stays JSON-serialisable. It is

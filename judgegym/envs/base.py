@@ -112,8 +112,17 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         """The judge used when none is given: the task's verifier."""
 
     def _on_text(self, content: str) -> TerminationReason | None:
-        """Handle an assistant turn without tool calls; return why the episode ends, or None."""
+        """Handle an assistant turn without tool calls; return why the episode ends, or None.
+
+        An env with a simulated user appends the user's reply here (`_append`) and returns
+        None to go on, or a reason (e.g. ``USER_STOP``) when the user is done."""
         return TerminationReason.FINAL_ANSWER
+
+    def _trajectory_info(self) -> dict[str, Any]:
+        """Extra JSON-able episode state stored in ``Trajectory.info`` beside ``task`` (e.g.
+        the final database, policy violations), so a judge can grade the trajectory
+        without the env. Default: nothing."""
+        return {}
 
     # -- Gymnasium API ------------------------------------------------------------------
 
@@ -223,7 +232,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
             tools=self._episode.tools.schemas,
             termination=termination,
             metrics={k: float(v) for k, v in self._counters.items()},
-            info={"task": self._episode.task},
+            info={"task": self._episode.task, **self._trajectory_info()},
         )
 
     def _finish(self, reason: TerminationReason) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:

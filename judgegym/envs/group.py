@@ -269,7 +269,9 @@ class GroupEntryPoint:
         return f"GroupEntryPoint({self.env_id!r})"
 
 
+# The envs' ``vector_entry_point`` targets (see ``judgegym.envs.GROUP_ENVIRONMENTS``).
 rag_support_group = GroupEntryPoint("RagSupport-v0")
-"""RagSupport-v0's ``vector_entry_point`` (see ``judgegym.envs.GROUP_ENVIRONMENTS``)."""
+customer_support_group = GroupEntryPoint("CustomerSupport-v0")
+summarize_group = GroupEntryPoint("Summarize-v0")
 
-__all__ = ["GroupEntryPoint", "GroupVectorEnv", "rag_support_group"]
+__all__ = ["GroupEntryPoint", "GroupVectorEnv", "customer_support_group", "rag_support_group", "summarize_group"]

@@ -10,8 +10,8 @@ import json
 import re
 from typing import Any
 
-from ..judges.facts import normalize_text
-from .base import Action, Agent
+from ...agents.base import Action, Agent
+from ...judges.facts import normalize_text
 
 _RESULT_ID = re.compile(r"^\[([^\[\]\s]+)\]", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
@@ -95,6 +95,7 @@ class OracleAgent(Agent):
         return task["reference_answer"]
 
 
-SCRIPTED_AGENTS: dict[str, type[Agent]] = {a.name: a for a in (SearchQuoteAgent, UnhelpfulAgent, OracleAgent)}
+BASELINES: dict[str, type[Agent]] = {a.name: a for a in (SearchQuoteAgent, UnhelpfulAgent, OracleAgent)}
+"""Scripted baselines of RagSupport-v0, by agent spec name."""
 
-__all__ = ["SCRIPTED_AGENTS", "OracleAgent", "SearchQuoteAgent", "UnhelpfulAgent"]
+__all__ = ["BASELINES", "OracleAgent", "SearchQuoteAgent", "UnhelpfulAgent"]
