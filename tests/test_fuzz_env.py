@@ -5,12 +5,12 @@ About 3,700 actions are stepped per run (700 examples of up to 12 actions each).
 
 from __future__ import annotations
 
-import json
 import math
 
 import gymnasium as gym
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import action_strategy
 
 import judgegym  # noqa: F401
 
@@ -25,48 +25,13 @@ ENV = gym.make(
     max_tool_output_chars=600,
 )
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12,
+actions = action_strategy(
+    ["search", "read"],
+    [
+        st.fixed_dictionaries({"query": st.text(max_size=200)}, optional={"k": st.integers(-5, 50) | st.text(max_size=3)}),
+        st.fixed_dictionaries({"doc_id": st.text(max_size=60)}),
+    ],
 )
-tool_names = st.sampled_from(["search", "read", "Search", "", "lookup", "read\x00", "search "]) | st.text(max_size=12)
-arguments = st.one_of(
-    st.fixed_dictionaries({"query": st.text(max_size=200)}, optional={"k": st.integers(-5, 50) | st.text(max_size=3)}),
-    st.fixed_dictionaries({"doc_id": st.text(max_size=60)}),
-    st.dictionaries(st.text(max_size=10), json_values, max_size=4),
-    json_values,
-)
-raw_arguments = arguments.map(lambda a: json.dumps(a)) | st.text(max_size=80)
-native_call = st.fixed_dictionaries(
-    {
-        "id": st.text(max_size=8),
-        "type": st.just("function"),
-        "function": st.fixed_dictionaries({"name": tool_names, "arguments": raw_arguments | arguments}),
-    }
-)
-dict_action = st.fixed_dictionaries(
-    {"role": st.sampled_from(["assistant", "assistant", "user", "tool", 3])},
-    optional={
-        "content": st.none() | st.text(max_size=200) | st.integers(),
-        "tool_calls": st.lists(native_call | json_values, max_size=4) | json_values,
-    },
-)
-text_call = st.builds(
-    lambda name, args: f'<tool_call>{{"name": {json.dumps(name)}, "arguments": {args}}}</tool_call>',
-    tool_names,
-    raw_arguments,
-)
-fragments = st.sampled_from(["<tool_call>", "</tool_call>", "<think>", "</think>", "{", "}", '"name"', ":", "[", "]", "\n"])
-text_action = st.one_of(
-    st.text(max_size=300),
-    st.lists(st.one_of(text_call, fragments, st.text(max_size=40)), max_size=8).map("".join),
-    st.just(""),
-    st.integers(100_000, 400_000).map(lambda n: "x" * n),
-    st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=50).map(lambda s: s * 500),
-)
-junk = st.one_of(st.none(), st.integers(), st.floats(), st.binary(max_size=20), st.lists(st.integers(), max_size=3), json_values)
-actions = st.one_of(text_action, text_action, dict_action, dict_action, junk)
 
 
 @settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -15,9 +15,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import DictInfoToList
 
 from judgegym import Group, Trajectory
-from judgegym.envs.rag.baselines import OracleAgent, SearchQuoteAgent, UnhelpfulAgent
 from judgegym.envs import ENVIRONMENTS, GROUP_ENVIRONMENTS, GroupVectorEnv, register_envs
 from judgegym.envs.group import GroupEntryPoint
+from judgegym.envs.rag.baselines import OracleAgent, SearchQuoteAgent, UnhelpfulAgent
 from judgegym.judges.base import Judge, JudgeScore
 
 SMALL = {"split": "test", "n_products": 20, "n_worlds": 2}

@@ -1,0 +1,55 @@
+"""Hypothesis strategies for agent actions: junk, malformed tool calls, huge and odd text.
+
+Shared by the env fuzz tests; `tool_name_pool` lets a test mix in its env's real tool names."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import strategies as st
+
+
+def action_strategy(tool_name_pool: list[str], argument_strategies: list[st.SearchStrategy]) -> st.SearchStrategy:
+    """Any action an agent could send: text (with or without ``<tool_call>`` blocks, huge,
+    empty), OpenAI-style dicts (valid or broken), and non-text junk. Tool names come from
+    `tool_name_pool` (plus variants and random text), arguments from `argument_strategies`
+    plus random JSON."""
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+        max_leaves=12,
+    )
+    tool_names = st.sampled_from(
+        [*tool_name_pool, *(n.upper() for n in tool_name_pool), *(n + " " for n in tool_name_pool), "", "lookup", "x\x00"]
+    ) | st.text(max_size=12)
+    arguments = st.one_of(*argument_strategies, st.dictionaries(st.text(max_size=10), json_values, max_size=4), json_values)
+    raw_arguments = arguments.map(lambda a: json.dumps(a)) | st.text(max_size=80)
+    native_call = st.fixed_dictionaries(
+        {
+            "id": st.text(max_size=8),
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries({"name": tool_names, "arguments": raw_arguments | arguments}),
+        }
+    )
+    dict_action = st.fixed_dictionaries(
+        {"role": st.sampled_from(["assistant", "assistant", "user", "tool", 3])},
+        optional={
+            "content": st.none() | st.text(max_size=200) | st.integers(),
+            "tool_calls": st.lists(native_call | json_values, max_size=4) | json_values,
+        },
+    )
+    text_call = st.builds(
+        lambda name, args: f'<tool_call>{{"name": {json.dumps(name)}, "arguments": {args}}}</tool_call>',
+        tool_names,
+        raw_arguments,
+    )
+    fragments = st.sampled_from(["<tool_call>", "</tool_call>", "<think>", "</think>", "{", "}", '"name"', ":", "[", "]", "\n"])
+    text_action = st.one_of(
+        st.text(max_size=300),
+        st.lists(st.one_of(text_call, fragments, st.text(max_size=40)), max_size=8).map("".join),
+        st.just(""),
+        st.integers(100_000, 400_000).map(lambda n: "x" * n),
+        st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=50).map(lambda s: s * 500),
+    )
+    junk = st.one_of(st.none(), st.integers(), st.floats(), st.binary(max_size=20), st.lists(st.integers(), max_size=3), json_values)
+    return st.one_of(text_action, text_action, dict_action, dict_action, junk)
