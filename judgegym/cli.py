@@ -14,8 +14,8 @@ from rich.table import Table
 
 from . import envs
 from .agents import make_agent
-from .benchmarks.eval import EvalSummary, evaluate, summarize
-from .trajectory import Trajectory, write_jsonl
+from .benchmarks.eval import SUCCESS_THRESHOLD, EvalSummary, evaluate, summarize
+from .trajectory import Trajectory
 
 app = typer.Typer(
     help="Gymnasium environments and judges for training LLM agents.",
@@ -28,7 +28,7 @@ if not console.is_terminal:  # piped or captured output: don't squash the table 
     console = Console(width=200)
 
 # Components worth a column, in this order, when present.
-_COLUMNS = ("recall", "grounding", "citation", "abstained", "turns", "tool_calls", "tool_errors", "format_errors")
+_COLUMNS = ("recall", "grounding", "citation", "abstained", "format_errors")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -63,28 +63,38 @@ def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> None:
 @app.command("eval")
 def eval_command(
     env: Annotated[str, typer.Option("--env", help="Environment id, e.g. RagSupport-v0.")] = "RagSupport-v0",
-    agent: Annotated[list[str] | None, typer.Option("--agent", help="Agent spec; repeat to compare agents.")] = None,
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes per agent (seeds SEED .. SEED+N-1).")] = 50,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option("--agent", help="Agent spec (a baseline name, hf:MODEL[+ADAPTER], vllm:MODEL, litellm:MODEL); repeatable."),
+    ] = None,
+    episodes: Annotated[int, typer.Option(min=1, help="Scenarios per agent (seeds SEED .. SEED+N-1).")] = 50,
+    trials: Annotated[int, typer.Option(min=1, help="Attempts per scenario (pass^k is reported for k up to this).")] = 1,
     split: Annotated[str, typer.Option(help="Scenario split: train or test.")] = "test",
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    judge: Annotated[str, typer.Option(help="Pointwise judge spec: verifier (the env's), grounding, rubric:MODEL.")] = "verifier",
     scenarios: Annotated[Path | None, typer.Option(help="JSONL file of your own scenarios (replaces the split).")] = None,
     env_arg: Annotated[list[str] | None, typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 8,
-    out: Annotated[Path | None, typer.Option(help="Write the judged trajectories here (JSONL).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once (a model agent batches their turns).")] = 8,
+    success_threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Reward counted as a success.")] = SUCCESS_THRESHOLD,
+    out: Annotated[
+        Path | None, typer.Option(help="Append trajectories here (JSONL) as they finish; a rerun skips the episodes already in it.")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the summaries as JSON.")] = None,
 ) -> None:
-    """Play agents on an env and print mean reward (95% bootstrap CI) and component means."""
+    """Play agents on an env; print reward (95% bootstrap CI), success, pass^k, turns, tools, tokens."""
     env_kwargs = {"split": split, **_parse_env_args(env_arg or [])}
     if scenarios is not None:
         if not scenarios.exists():
             raise _fail(f"scenario file {scenarios} does not exist")
         env_kwargs["scenarios"] = str(scenarios)
     _check_env(env, env_kwargs)
+    if judge != "verifier":
+        _check_judge(env, judge, env_kwargs)
     try:
         agents = [make_agent(spec, env) for spec in agent or ["search-quote"]]
-    except ValueError as exc:
+    except (ValueError, ImportError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from None
     summaries: list[EvalSummary] = []
-    everything: list[Trajectory] = []
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -94,7 +104,7 @@ def eval_command(
         console=console,
     ) as progress:
         for player in agents:
-            task = progress.add_task(f"{player.name} on {env}", total=episodes, reward=0.0)
+            task = progress.add_task(f"{player.name} on {env}", total=episodes * trials, reward=0.0)
             total = [0.0, 0]
 
             def advance(t: Trajectory, task: Any = task, total: list[Any] = total) -> None:
@@ -102,37 +112,80 @@ def eval_command(
                 total[1] += 1
                 progress.update(task, advance=1, reward=total[0] / total[1])
 
-            trajectories = asyncio.run(
-                evaluate(
-                    env,
-                    player,
-                    episodes=episodes,
-                    seed=seed,
-                    concurrency=concurrency,
-                    env_kwargs=env_kwargs,
-                    on_episode=advance,
+            try:
+                run = asyncio.run(
+                    evaluate(
+                        env,
+                        player,
+                        episodes=episodes,
+                        trials=trials,
+                        seed=seed,
+                        concurrency=concurrency,
+                        env_kwargs=env_kwargs,
+                        judge=judge,
+                        out=out,
+                        on_episode=advance,
+                    )
                 )
-            )
-            summaries.append(summarize(trajectories))
-            everything += trajectories
+            except ValueError as exc:  # e.g. an output file that is not trajectories
+                raise _fail(str(exc)) from None
+            finally:
+                player.close()
+            if run.resumed:
+                console.print(f"{player.name}: {run.resumed} episodes taken from {out}")
+            for s, trial, error in run.failed[:5]:
+                console.print(f"[yellow]{player.name}: episode seed={s} trial={trial} failed: {error}[/]")
+            if not run.trajectories:
+                raise _fail(f"{player.name}: every episode failed ({len(run.failed)}); nothing to summarise")
+            summaries.append(summarize(run.trajectories, success_threshold=success_threshold, failed=len(run.failed)))
     console.print(summary_table(summaries))
     if out is not None:
-        write_jsonl(out, everything)
-        console.print(f"{len(everything)} trajectories written to {out}")
+        console.print(f"trajectories in {out} (rerun the same command to finish interrupted episodes)")
+    if json_out is not None:
+        json_out.write_text(json.dumps([s.to_dict() for s in summaries], indent=2))
+    if any(s.failed for s in summaries):
+        raise typer.Exit(code=1)
+
+
+def _check_judge(env_id: str, spec: str, env_kwargs: dict[str, Any]) -> None:
+    from .judges.specs import make_judge
+
+    try:
+        judge = make_judge(spec, env_id=env_id)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if judge.relative:
+        raise _fail(
+            f"{spec} is a relative judge: its scores rank attempts within a group and do not compare across agents. "
+            "Evaluate with a pointwise judge (verifier, grounding, rubric:MODEL); use relative judges for training."
+        )
 
 
 def summary_table(summaries: list[EvalSummary]) -> Table:
-    """A rich table: one row per agent, reward with CI, per-kind rewards, components."""
+    """A rich table: one row per agent, reward with CI, success, pass^k, tool use, tokens,
+    per-kind rewards and the main components."""
     first = summaries[0]
     kinds = sorted({k for s in summaries for k in s.by_kind})
+    kinds = [] if kinds == ["all"] else kinds
     columns = [c for c in _COLUMNS if any(c in s.components for s in summaries)]
-    table = Table(title=f"{first.env_id} ({first.split} split, {first.episodes} episodes per agent)")
-    for header in ["agent", "reward (95% CI)", *kinds, *columns]:
+    max_k = max(s.trials for s in summaries)
+    pass_columns = [f"pass^{k}" for k in sorted({1, max_k}) if max_k > 1]
+    trials = f" x {first.trials} trials" if first.trials > 1 else ""
+    table = Table(title=f"{first.env_id} ({first.split} split, {first.scenarios} scenarios{trials} per agent)")
+    success = f"success (>={first.success_threshold:g})"
+    headers = ["agent", "reward (95% CI)", success, *pass_columns, "turns", "tool calls", "tool err", "tokens"]
+    for header in [*headers, *kinds, *columns]:
         table.add_column(header, justify="left" if header == "agent" else "right", no_wrap=True)
     for s in summaries:
         table.add_row(
             s.agent,
             f"{s.mean_reward:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]",
+            f"{s.success_rate:.2f}",
+            *[f"{s.pass_k[int(c[5:])]:.2f}" if int(c[5:]) in s.pass_k else "-" for c in pass_columns],
+            f"{s.mean_turns:.1f}",
+            f"{s.mean_tool_calls:.1f}",
+            f"{s.tool_error_rate:.2f}",
+            f"{s.mean_tokens:.0f}" if s.mean_tokens is not None else "-",
             *[f"{s.by_kind[k]:.3f}" if k in s.by_kind else "-" for k in kinds],
             *[f"{s.components.get(c, float('nan')):.2f}" for c in columns],
         )

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible chat endpoint on 127.0.0.1 for judge tests.
 
 Each POST to /v1/chat/completions pops the next scripted reply: a string (200 with that
-assistant content), or a dict with "status", "content" and "delay" (seconds). Requests are
+assistant content), or a dict with "status", "content", "tool_calls" (OpenAI format) and
+"delay" (seconds). Requests are
 recorded (parsed JSON bodies) so tests can assert what the client sent.
 """
 
@@ -41,12 +42,15 @@ class StubServer:
                 if status != 200:
                     payload = {"error": {"message": reply.get("content", "error"), "type": "server_error"}}
                 else:
+                    message = {"role": "assistant", "content": reply.get("content")}
+                    if reply.get("tool_calls"):
+                        message["tool_calls"] = reply["tool_calls"]
                     payload = {
                         "id": "chatcmpl-stub",
                         "object": "chat.completion",
                         "created": int(time.time()),
                         "model": body.get("model", "stub"),
-                        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply["content"]}}],
+                        "choices": [{"index": 0, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop", "message": message}],
                         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
                     }
                 data = json.dumps(payload).encode()

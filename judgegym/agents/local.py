@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import functools
 import importlib.util
-import json
 import os
 import threading
 import time
@@ -18,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .chat_format import text_messages
 
 PROVIDER = "local"
 """The litellm provider prefix: models are named ``local/NAME``."""
@@ -124,6 +125,18 @@ def load_local_model(name: str) -> tuple[Any, Any]:
                 tokenizer = _tokenizer(name)
                 _models[name] = (LOCAL_MODELS[name].load_model(), tokenizer)
         return _models[name]
+
+
+def unmark_quantized(model: Any) -> None:
+    """A model loaded from GGUF is dequantized but still marked quantized, which peft and
+    transformers' training paths refuse; the weights are plain floats, so drop the marks."""
+    for attr in ("hf_quantizer", "quantization_method"):
+        if hasattr(model, attr):
+            setattr(model, attr, None)
+    if getattr(model, "is_quantized", False):
+        model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
 
 
 def _tokenizer(name: str) -> Any:
@@ -233,34 +246,14 @@ def generate(name: str, messages: list[dict[str, Any]], **params: Any) -> tuple[
 
 
 def _chat_messages(messages: list[dict[str, Any]], *, json_mode: bool) -> list[dict[str, str]]:
-    """OpenAI messages as plain ``{"role", "content": str}`` for the chat template: content
-    parts joined, tool calls written as Hermes ``<tool_call>`` text."""
-    chat = []
-    for message in messages:
-        message = dict(message) if isinstance(message, dict) else message.model_dump(exclude_none=True)
-        content = message.get("content") or ""
-        if isinstance(content, list):
-            content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            call_json = json.dumps({"name": function.get("name", ""), "arguments": _arguments(function.get("arguments"))})
-            content += f"\n<tool_call>{call_json}</tool_call>"
-        chat.append({"role": str(message.get("role", "user")), "content": content.strip()})
+    """`text_messages` plus `JSON_INSTRUCTION` in the system message when JSON is asked for."""
+    chat = text_messages(messages)
     if json_mode:
         if chat and chat[0]["role"] == "system":
             chat[0] = {"role": "system", "content": f"{chat[0]['content']}\n\n{JSON_INSTRUCTION}".strip()}
         else:
             chat.insert(0, {"role": "system", "content": JSON_INSTRUCTION})
     return chat
-
-
-def _arguments(arguments: Any) -> Any:
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments or "{}")
-        except json.JSONDecodeError:
-            return arguments
-    return arguments or {}
 
 
 def _wants_json(response_format: Any) -> bool:
@@ -344,4 +337,5 @@ __all__ = [
     "load_local_model",
     "load_local_tokenizer",
     "register_local_provider",
+    "unmark_quantized",
 ]

@@ -1,5 +1,15 @@
-"""Evaluation runs, summaries and throughput benchmarks."""
+"""Benchmarks: the eval runner, leaderboards, the judge-agreement benchmark, throughput."""
 
-from .eval import EvalSummary, bootstrap_ci, evaluate, play_episode, summarize
+from .eval import SUCCESS_THRESHOLD, EvalRun, EvalSummary, bootstrap_ci, evaluate, load_trajectories, pass_hat_k, play_episode, summarize
 
-__all__ = ["EvalSummary", "bootstrap_ci", "evaluate", "play_episode", "summarize"]
+__all__ = [
+    "SUCCESS_THRESHOLD",
+    "EvalRun",
+    "EvalSummary",
+    "bootstrap_ci",
+    "evaluate",
+    "load_trajectories",
+    "pass_hat_k",
+    "play_episode",
+    "summarize",
+]

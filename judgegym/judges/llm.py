@@ -114,9 +114,10 @@ class JudgeLLM:
             params["api_base"] = self.api_base
         return params
 
-    def cache_key(self, messages: list[dict[str, Any]]) -> str:
-        """sha256 of the canonical JSON of model, messages and parameters."""
-        payload = json.dumps({"model": self.model, "messages": messages, "params": self.params}, sort_keys=True)
+    def cache_key(self, messages: list[dict[str, Any]], params: dict[str, Any] | None = None) -> str:
+        """sha256 of the canonical JSON of model, messages and parameters (default `params`)."""
+        params = self.params if params is None else params
+        payload = json.dumps({"model": self.model, "messages": messages, "params": params}, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def _disk(self) -> Any:
@@ -135,13 +136,26 @@ class JudgeLLM:
     async def complete(self, messages: list[dict[str, Any]]) -> tuple[str, Usage]:
         """The reply text to `messages` and what it cost. Raises `JudgeError` when the call
         keeps failing, naming the model and the last error."""
-        key = self.cache_key(messages)
+        message, usage = await self.complete_message(messages)
+        return message.get("content") or "", usage
+
+    async def complete_message(
+        self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None, **overrides: Any
+    ) -> tuple[dict[str, Any], Usage]:
+        """The assistant message (``content`` and, with native `tools`, ``tool_calls`` in
+        OpenAI format) replying to `messages`, and what it cost. `overrides` replace
+        sampling parameters for this call (e.g. a per-episode ``seed``); they are part of
+        the cache key. Raises `JudgeError` when the call keeps failing."""
+        params = {**self.params, **{k: v for k, v in overrides.items() if v is not None}}
+        if tools:
+            params["tools"] = tools
+        key = self.cache_key(messages, params)
         if self.cache:
             hit = self._disk().get(key)
             if hit is not None:
                 usage = Usage(cached_calls=1)
                 self.usage.add(usage)
-                return hit, usage
+                return ({"role": "assistant", "content": hit} if isinstance(hit, str) else dict(hit)), usage
         litellm = import_litellm()
         if self.model.startswith("local/"):
             from ..agents.local import register_local_provider
@@ -162,16 +176,23 @@ class JudgeLLM:
                             api_key=self.api_key,
                             timeout=self.timeout,
                             num_retries=0,
-                            **self.params,
+                            **params,
                         )
         except Exception as exc:
-            raise JudgeError(f"judge model {self.model!r} failed after {self.retries} attempt(s): {type(exc).__name__}: {exc}") from exc
-        text = response.choices[0].message.content or ""
+            raise JudgeError(f"model {self.model!r} failed after {self.retries} attempt(s): {type(exc).__name__}: {exc}") from exc
+        reply = response.choices[0].message
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or ""}
+        calls = getattr(reply, "tool_calls", None)
+        if calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
+                for c in calls
+            ]
         usage = Usage(calls=1, **_token_counts(response), cost=_cost(litellm, response))
         self.usage.add(usage)
         if self.cache:
-            self._disk().set(key, text)
-        return text, usage
+            self._disk().set(key, message if calls else message["content"])
+        return message, usage
 
 
 def _token_counts(response: Any) -> dict[str, int]:

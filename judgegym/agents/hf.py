@@ -1,0 +1,128 @@
+"""`HFAgent`: a transformers causal LM as an agent, in-process, with batched generation.
+
+Tools are described in the system prompt (or through the chat template when it takes
+``tools=``) and calls are parsed from the generated text by the env. The default model is
+the embedded SmolLM2-135M-Instruct; a LoRA adapter directory (what the trainer writes) can
+be loaded on top.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .batching import BatchedAgent, Generation, Sampling
+from .local import LOCAL_MODELS, unmark_quantized
+
+EMBEDDED_ALIASES = {"smollm2-135m": "smollm2-135m-instruct", "smollm2-135m-instruct": "smollm2-135m-instruct"}
+"""Short names of the embedded models (`judgegym.agents.local.LOCAL_MODELS`) for ``hf:NAME``."""
+
+
+class HFAgent(BatchedAgent):
+    """A transformers model playing envs; concurrent episodes are generated as one batch.
+
+    Args:
+        model: an embedded model name (``smollm2-135m``, the default), a local folder, or a
+            hub id (hubs are only reached if you allow it).
+        adapter: a peft LoRA adapter folder loaded on top of the base model.
+        temperature, top_p, max_tokens, seed: sampling (greedy by default). Sampling is
+            seeded per batch: reruns reproduce only with the same concurrency.
+        max_batch: most prompts per `generate` call.
+        device: ``cuda``, ``cpu``, ... (default: cuda when available).
+        dtype: ``bfloat16`` / ``float32`` ... (default: bf16 on GPU, fp32 on CPU).
+        model_obj, tokenizer_obj: an already loaded model and tokenizer (skip loading).
+        name: the agent's name in results (default: its spec, e.g. ``hf:smollm2-135m``).
+    """
+
+    def __init__(
+        self,
+        model: str = "smollm2-135m",
+        adapter: str | Path | None = None,
+        *,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 256,
+        seed: int = 0,
+        max_batch: int = 16,
+        device: str | None = None,
+        dtype: str | None = None,
+        model_obj: Any = None,
+        tokenizer_obj: Any = None,
+        name: str | None = None,
+    ):
+        super().__init__(Sampling(temperature, top_p, max_tokens, seed), max_batch)
+        import torch
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+        self.name = name or f"hf:{model}" + (f"+{adapter}" if adapter else "")
+        if model_obj is None or tokenizer_obj is None:
+            model_obj, tokenizer_obj = _load(model, self.dtype, fresh=adapter is not None)
+        if adapter is not None:
+            model_obj = _with_adapter(model_obj, Path(adapter))
+        self.model = model_obj.to(self.device).eval()
+        self._tokenizer = tokenizer_obj
+        if self._tokenizer.pad_token_id is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def generate_batch(self, prompts: list[str], seeds: list[int]) -> list[Generation]:
+        import torch
+
+        tokenizer, sampling = self._tokenizer, self.sampling
+        tokenizer.padding_side = "left"  # generation continues from the right edge of every row
+        inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        options: dict[str, Any] = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tokenizer.pad_token_id}
+        if sampling.temperature == 0:
+            options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        else:
+            options.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        with torch.inference_mode(), torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
+            torch.manual_seed(seeds[0])
+            output = self.model.generate(**inputs, **options)
+        prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        generations = []
+        for row, prompt_tokens in zip(output[:, inputs["input_ids"].shape[1] :].tolist(), prompt_lengths, strict=True):
+            if tokenizer.eos_token_id in row:
+                row = row[: row.index(tokenizer.eos_token_id) + 1]
+            while row and row[-1] == tokenizer.pad_token_id and tokenizer.pad_token_id != tokenizer.eos_token_id:
+                row.pop()
+            generations.append(Generation(tokenizer.decode(row, skip_special_tokens=True), int(prompt_tokens), len(row)))
+        return generations
+
+
+def _load(model: str, dtype: Any, *, fresh: bool) -> tuple[Any, Any]:
+    """(model, tokenizer): an embedded model from its GGUF, else `from_pretrained`. `fresh`
+    loads a private copy (an adapter modifies the model it wraps)."""
+    embedded = EMBEDDED_ALIASES.get(model)
+    if embedded is not None:
+        from .local import load_local_model, load_local_tokenizer
+
+        if fresh or str(dtype) != "torch.float32":
+            loader = LOCAL_MODELS[embedded]
+            return loader.load_model().to(dtype), load_local_tokenizer(embedded)
+        return load_local_model(embedded)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(model, dtype=dtype), AutoTokenizer.from_pretrained(model)
+    except OSError as exc:
+        known = ", ".join(sorted(EMBEDDED_ALIASES))
+        raise ValueError(f"cannot load model {model!r} ({exc}); give a model folder, a hub id, or an embedded model: {known}") from None
+
+
+def _with_adapter(model: Any, adapter: Path) -> Any:
+    if not (adapter / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{adapter} is not a LoRA adapter folder (no adapter_config.json)")
+    from peft import PeftModel
+
+    unmark_quantized(model)
+    return PeftModel.from_pretrained(model, str(adapter))
+
+
+__all__ = ["EMBEDDED_ALIASES", "HFAgent"]
