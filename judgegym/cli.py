@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -139,6 +140,9 @@ def eval_command(
                 raise _fail(f"{player.name}: every episode failed ({len(run.failed)}); nothing to summarise")
             summaries.append(summarize(run.trajectories, success_threshold=success_threshold, failed=len(run.failed)))
     console.print(summary_table(summaries))
+    breakdown = breakdown_table(summaries)
+    if breakdown is not None:
+        console.print(breakdown)
     if out is not None:
         console.print(f"trajectories in {out} (rerun the same command to finish interrupted episodes)")
     if json_out is not None:
@@ -162,34 +166,72 @@ def _check_judge(env_id: str, spec: str, env_kwargs: dict[str, Any]) -> None:
 
 
 def summary_table(summaries: list[EvalSummary]) -> Table:
-    """A rich table: one row per agent, reward with CI, success, pass^k, tool use, tokens,
-    per-kind rewards and the main components."""
+    """A rich table: one row per agent, reward with CI, success, pass^k, tool use, tokens."""
     first = summaries[0]
-    kinds = sorted({k for s in summaries for k in s.by_kind})
-    kinds = [] if kinds == ["all"] else kinds
-    columns = [c for c in _COLUMNS if any(c in s.components for s in summaries)]
     max_k = max(s.trials for s in summaries)
-    pass_columns = [f"pass^{k}" for k in sorted({1, max_k}) if max_k > 1]
+    pass_columns = sorted({1, max_k}) if max_k > 1 else []
     trials = f" x {first.trials} trials" if first.trials > 1 else ""
     table = Table(title=f"{first.env_id} ({first.split} split, {first.scenarios} scenarios{trials} per agent)")
     success = f"success (>={first.success_threshold:g})"
-    headers = ["agent", "reward (95% CI)", success, *pass_columns, "turns", "tool calls", "tool err", "tokens"]
-    for header in [*headers, *kinds, *columns]:
+    for header in ["agent", "reward (95% CI)", success, *[f"pass^{k}" for k in pass_columns], "turns", "tool calls", "tool err", "tokens"]:
         table.add_column(header, justify="left" if header == "agent" else "right", no_wrap=True)
     for s in summaries:
         table.add_row(
             s.agent,
             f"{s.mean_reward:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]",
             f"{s.success_rate:.2f}",
-            *[f"{s.pass_k[int(c[5:])]:.2f}" if int(c[5:]) in s.pass_k else "-" for c in pass_columns],
+            *[f"{s.pass_k[k]:.2f}" if k in s.pass_k else "-" for k in pass_columns],
             f"{s.mean_turns:.1f}",
             f"{s.mean_tool_calls:.1f}",
             f"{s.tool_error_rate:.2f}",
             f"{s.mean_tokens:.0f}" if s.mean_tokens is not None else "-",
-            *[f"{s.by_kind[k]:.3f}" if k in s.by_kind else "-" for k in kinds],
-            *[f"{s.components.get(c, float('nan')):.2f}" for c in columns],
         )
     return table
+
+
+def breakdown_table(summaries: list[EvalSummary]) -> Table | None:
+    """Mean reward per scenario kind and the main verifier components, one row per agent."""
+    kinds = sorted({k for s in summaries for k in s.by_kind} - {"all"})
+    columns = [c for c in _COLUMNS if any(c in s.components for s in summaries)]
+    if not kinds and not columns:
+        return None
+    table = Table(title="reward by scenario kind, and verifier components")
+    for header in ["agent", *kinds, *columns]:
+        table.add_column(header, justify="left" if header == "agent" else "right", no_wrap=True)
+    for s in summaries:
+        table.add_row(
+            s.agent,
+            *[f"{s.by_kind[k]:.3f}" if k in s.by_kind else "-" for k in kinds],
+            *[f"{s.components[c]:.2f}" if c in s.components else "-" for c in columns],
+        )
+    return table
+
+
+@app.command("leaderboard")
+def leaderboard_command(
+    runs: Annotated[list[Path], typer.Argument(help="Trajectory JSONL files written by judgegym eval --out.")],
+    out: Annotated[Path, typer.Option(help="Markdown file to write.")] = Path("leaderboard.md"),
+    chart: Annotated[Path | None, typer.Option(help="PNG chart to write (default: OUT with .png).")] = None,
+    title: Annotated[str, typer.Option(help="Title of the table and chart.")] = "judgegym leaderboard",
+    preamble: Annotated[str, typer.Option(help="Markdown put under the title (e.g. how to regenerate).")] = "",
+    success_threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Reward counted as a success.")] = SUCCESS_THRESHOLD,
+) -> None:
+    """Build a Markdown leaderboard (agents x envs) and a PNG chart from eval runs."""
+    from .benchmarks.leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
+
+    missing = [str(p) for p in runs if not p.is_file()]
+    if missing:
+        raise _fail(f"no such file: {', '.join(missing)}")
+    try:
+        summaries = summarize_runs(runs, success_threshold=success_threshold)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    chart = chart or out.with_suffix(".png")
+    leaderboard_chart(summaries, chart, title=title)
+    figure = f"![{title}]({os.path.relpath(chart, out.parent)})"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(leaderboard_markdown(summaries, title=title, preamble=f"{preamble}\n\n{figure}".strip()))
+    console.print(f"{len(summaries)} runs -> {out} and {chart}")
 
 
 @app.command("envs")

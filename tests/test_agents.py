@@ -119,7 +119,9 @@ def test_text_messages_folds_tool_results_into_one_user_turn_and_describes_tools
 def test_native_tool_templates_get_structured_messages():
     tokenizer = tiny_tokenizer()
     assert not supports_native_tools(tokenizer)
-    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}:{{ m['content'] }};{% endfor %}{% if tools %}T{{ tools|length }}{% endif %}"
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}:{{ m['content'] }};{% endfor %}{% if tools %}T{{ tools|length }}{% endif %}"
+    )
     assert supports_native_tools(tokenizer)
     prompt = render_prompt(tokenizer, [{"role": "user", "content": "q"}], [{"type": "function", "function": {"name": "f"}}])
     assert prompt == "user:q;T1"

@@ -10,6 +10,7 @@ and `tokenizer`.
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,8 @@ class BatchedAgent(Agent):
         self.max_batch = max_batch
         self.batch_sizes: list[int] = []
         """Size of every batch generated so far (a throughput diagnostic)."""
+        self.generate_seconds = 0.0
+        """Wall time spent inside `generate_batch` so far."""
         self._queue: list[tuple[str, int, asyncio.Future[Generation]]] = []
         self._worker: asyncio.Task[None] | None = None
 
@@ -93,7 +96,9 @@ class BatchedAgent(Agent):
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
             self.batch_sizes.append(len(batch))
             try:
+                start = time.perf_counter()
                 results = await asyncio.to_thread(self.generate_batch, [p for p, _, _ in batch], [s for _, s, _ in batch])
+                self.generate_seconds += time.perf_counter() - start
                 if len(results) != len(batch):
                     raise RuntimeError(f"{type(self).__name__}.generate_batch returned {len(results)} results for {len(batch)} prompts")
             except Exception as exc:  # every waiting episode gets the error, none hangs

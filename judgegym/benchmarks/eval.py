@@ -119,6 +119,7 @@ async def evaluate(
         raise ValueError(f"need episodes >= 1 and trials >= 1, got {episodes} and {trials}")
     env_kwargs = dict(env_kwargs or {})
     config = config_key({**env_kwargs, "judge": judge})
+    env_args = json.loads(json.dumps({k: v for k, v in env_kwargs.items() if k != "split"}, default=str))
     if judge != "verifier":
         from ..judges.specs import make_judge
 
@@ -154,7 +155,7 @@ async def evaluate(
                     log.warning("episode seed=%d trial=%d failed: %s: %s", s, trial, type(exc).__name__, exc)
                     run.failed.append((s, trial, f"{type(exc).__name__}: {exc}"))
                     continue
-                trajectory.info.update(env_config=config, judge=judge)
+                trajectory.info.update(env_config=config, env_args=env_args, judge=judge)
                 results[(s, trial)] = trajectory
                 if sink is not None:
                     sink.write(trajectory.model_dump_json() + "\n")

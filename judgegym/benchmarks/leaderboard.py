@@ -1,0 +1,126 @@
+"""Leaderboards: eval runs (trajectory JSONL files) -> a Markdown table and a PNG chart.
+
+Trajectories are grouped into runs by (env, split, agent, env config, judge); each run is
+summarised with `summarize`, so the figures are exactly those `judgegym eval` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..trajectory import Trajectory
+from .eval import SUCCESS_THRESHOLD, EvalSummary, episode_key, load_trajectories, summarize
+
+
+def summarize_runs(paths: Iterable[str | os.PathLike[str]], *, success_threshold: float = SUCCESS_THRESHOLD) -> list[EvalSummary]:
+    """One summary per run found in the files, sorted by env, then mean reward (best first)."""
+    runs: dict[tuple[str, ...], list[Trajectory]] = {}
+    for path in paths:
+        for t in load_trajectories(path):
+            agent, env_id, split, config, _, _ = episode_key(t)
+            key = (env_id, split, agent, config, str(t.info.get("judge", "")))
+            runs.setdefault(key, []).append(t)
+    if not runs:
+        raise ValueError("no trajectories in the given files")
+    summaries = []
+    labels = {}
+    for key, trajectories in runs.items():
+        summary = summarize(trajectories, success_threshold=success_threshold)
+        summary.agent = labels[key] = run_label(trajectories[0])
+        summaries.append(summary)
+    clashes = [label for label in set(labels.values()) if list(labels.values()).count(label) > 1]
+    for summary, (key, _) in zip(summaries, runs.items(), strict=True):
+        if summary.agent in clashes:  # same agent and options, other env config (e.g. a scenarios file)
+            summary.agent += f" [config {key[3]}]"
+    return sorted(summaries, key=lambda s: (s.env_id, s.split, -s.mean_reward, s.agent))
+
+
+def run_label(trajectory: Trajectory) -> str:
+    """How a run is named in tables: the agent, plus the env options and judge when they are
+    not the defaults, e.g. ``hf:smollm2-135m [prefetch_k=2]``."""
+    info = trajectory.info
+    options = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted((info.get("env_args") or {}).items())]
+    if info.get("judge") not in (None, "", "verifier"):
+        options.append(f"judge={info['judge']}")
+    return str(info.get("agent", "?")) + (f" [{', '.join(options)}]" if options else "")
+
+
+def leaderboard_markdown(summaries: Sequence[EvalSummary], *, title: str = "Leaderboard", preamble: str = "") -> str:
+    """An overview (agents x envs: mean reward and 95% interval) and one detailed table per
+    env (reward, success, pass^k, turns, tool calls, tool errors, tokens, episodes)."""
+    envs = sorted({(s.env_id, s.split) for s in summaries})
+    agents = list(dict.fromkeys(s.agent for s in sorted(summaries, key=lambda s: -s.mean_reward)))
+    cell = {(s.agent, s.env_id, s.split): s for s in summaries}
+    lines = [f"# {title}", ""]
+    if preamble:
+        lines += [preamble.strip(), ""]
+    lines += ["## Overview: mean reward [95% bootstrap interval]", ""]
+    lines += ["| agent | " + " | ".join(f"{env} ({split})" for env, split in envs) + " |"]
+    lines += ["| --- |" + " ---: |" * len(envs)]
+    for agent in agents:
+        row = [f"{c.mean_reward:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]" if (c := cell.get((agent, *e))) else "-" for e in envs]
+        lines.append(f"| {_md(agent)} | " + " | ".join(row) + " |")
+    for env, split in envs:
+        rows = [s for s in summaries if (s.env_id, s.split) == (env, split)]
+        k = max(s.trials for s in rows)
+        pass_header = f" pass^{k} |" if k > 1 else ""
+        threshold = rows[0].success_threshold
+        lines += ["", f"## {env} ({split} split)", ""]
+        header = f"| agent | reward [95% CI] | success (>= {threshold:g}) |{pass_header}"
+        lines.append(f"{header} turns | tool calls | tool errors | tokens | episodes |")
+        lines.append("| --- | ---: | ---: |" + (" ---: |" if k > 1 else "") + " ---: | ---: | ---: | ---: | ---: |")
+        for s in sorted(rows, key=lambda s: -s.mean_reward):
+            pass_cell = (f" {s.pass_k[k]:.2f} |" if k in s.pass_k else " - |") if k > 1 else ""
+            tokens = f"{s.mean_tokens:.0f}" if s.mean_tokens is not None else "-"
+            episodes = f"{s.scenarios} x {s.trials}" if s.trials > 1 else f"{s.episodes}"
+            lines.append(
+                f"| {_md(s.agent)} | {s.mean_reward:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.success_rate:.2f} |{pass_cell} "
+                f"{s.mean_turns:.1f} | {s.mean_tool_calls:.1f} | {s.tool_error_rate:.2f} | {tokens} | {episodes} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def leaderboard_chart(summaries: Sequence[EvalSummary], path: str | os.PathLike[str], *, title: str = "Leaderboard") -> Path:
+    """A grouped bar chart (one group per env, one bar per agent, 95% intervals as error
+    bars) written as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    envs = sorted({s.env_id for s in summaries})
+    agents = list(dict.fromkeys(s.agent for s in sorted(summaries, key=lambda s: -s.mean_reward)))
+    width = 0.8 / max(1, len(agents))
+    figure, axes = plt.subplots(figsize=(max(6.0, 2.2 * len(envs) + 0.4 * len(agents)), 4.2), dpi=120)
+    for i, agent in enumerate(agents):
+        means, low, high = [], [], []
+        for env in envs:
+            s = next((s for s in summaries if s.agent == agent and s.env_id == env), None)
+            means.append(s.mean_reward if s else np.nan)
+            low.append(s.mean_reward - s.ci_low if s else 0.0)
+            high.append(s.ci_high - s.mean_reward if s else 0.0)
+        x = np.arange(len(envs)) + (i - (len(agents) - 1) / 2) * width
+        axes.bar(x, means, width, yerr=[low, high], capsize=3, label=agent)
+    axes.set_xticks(np.arange(len(envs)), envs)
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("mean reward (95% CI)")
+    axes.set_title(title)
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+__all__ = ["leaderboard_chart", "leaderboard_markdown", "run_label", "summarize_runs"]

@@ -1,0 +1,62 @@
+"""Leaderboards from eval runs: the Markdown table, the chart, and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from typer.testing import CliRunner
+
+import judgegym  # noqa: F401
+from judgegym.agents import make_agent
+from judgegym.benchmarks.eval import evaluate
+from judgegym.benchmarks.leaderboard import leaderboard_markdown, summarize_runs
+from judgegym.cli import app
+
+ENV = {"n_products": 20, "n_worlds": 1, "split": "test"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    for spec in ("oracle", "search-quote", "unhelpful"):
+        asyncio.run(evaluate("RagSupport-v0", make_agent(spec), episodes=6, trials=2, env_kwargs=ENV, out=folder / "rag.jsonl"))
+    asyncio.run(evaluate("RagSupport-v0", make_agent("oracle"), episodes=4, env_kwargs={**ENV, "prefetch_k": 2}, out=folder / "b.jsonl"))
+    return folder
+
+
+def test_runs_are_summarised_and_ranked(runs):
+    summaries = summarize_runs(sorted(runs.glob("*.jsonl")))
+    options = "[n_products=20, n_worlds=1]"
+    assert [s.agent for s in summaries][2:] == [f"search-quote {options}", f"unhelpful {options}"]
+    assert {s.agent for s in summaries[:2]} == {f"oracle {options}", "oracle [n_products=20, n_worlds=1, prefetch_k=2]"}
+    by_agent = {s.agent: s for s in summaries}
+    assert by_agent[f"oracle {options}"].pass_k == {1: 1.0, 2: 1.0} and by_agent[f"unhelpful {options}"].mean_reward == 0.0
+    assert by_agent[f"oracle {options}"].episodes == 12 and by_agent[f"oracle {options}"].scenarios == 6
+
+
+def test_markdown_has_an_overview_and_a_table_per_env(runs):
+    text = leaderboard_markdown(summarize_runs(sorted(runs.glob("*.jsonl"))), title="T")
+    assert text.startswith("# T\n")
+    overview = text.split("## RagSupport-v0 (test split)")[0]
+    rows = [line for line in overview.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[-1] == "| unhelpful [n_products=20, n_worlds=1] | 0.000 [0.000, 0.000] |"
+    assert "| pass^2 |" in text and "| 6 x 2 |" in text
+
+
+def test_cli_writes_table_and_chart(runs, tmp_path):
+    out = tmp_path / "docs" / "board.md"
+    result = CliRunner().invoke(app, ["leaderboard", *map(str, sorted(runs.glob("*.jsonl"))), "--out", str(out), "--title", "Board"])
+    assert result.exit_code == 0, result.output
+    png = out.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+    assert "![Board](board.png)" in out.read_text()
+
+
+def test_cli_reports_missing_and_bad_files(tmp_path):
+    result = CliRunner().invoke(app, ["leaderboard", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 2 and "no such file" in result.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    result = CliRunner().invoke(app, ["leaderboard", str(bad), "--out", str(tmp_path / "x.md")])
+    assert result.exit_code == 2 and "line 1" in result.output
