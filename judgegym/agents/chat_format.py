@@ -64,13 +64,16 @@ def supports_native_tools(tokenizer: Any) -> bool:
     return "tools" in template
 
 
-def render_prompt(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
-    """The generation prompt for `messages` through the tokenizer's chat template: native
-    ``tools=`` when the template supports it, the Hermes text convention otherwise."""
+def render_prompt(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, generation_prompt: bool = True
+) -> str:
+    """The prompt text for `messages` through the tokenizer's chat template: native
+    ``tools=`` when the template supports it, the Hermes text convention otherwise; ending
+    with the assistant's generation prompt unless `generation_prompt` is False."""
     if tools and supports_native_tools(tokenizer):
         structured = [_structured(m) for m in messages]
-        return tokenizer.apply_chat_template(structured, tools=tools, add_generation_prompt=True, tokenize=False)
-    return tokenizer.apply_chat_template(text_messages(messages, tools), add_generation_prompt=True, tokenize=False)
+        return tokenizer.apply_chat_template(structured, tools=tools, add_generation_prompt=generation_prompt, tokenize=False)
+    return tokenizer.apply_chat_template(text_messages(messages, tools), add_generation_prompt=generation_prompt, tokenize=False)
 
 
 def _structured(message: dict[str, Any]) -> dict[str, Any]:
