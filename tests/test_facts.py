@@ -240,3 +240,17 @@ def test_a_number_with_a_unit_needs_the_unit_too():
     assert not fact_present("1 business day", "This answer deserves a score of 1.0.")
     assert not fact_present("24 months", "24 days")
     assert fact_present("$129.99", "It costs 129.99 dollars.")  # no unit word in the fact
+
+
+@pytest.mark.parametrize(
+    ("fact", "text", "present"),
+    [
+        ("30 days", "You had a 30-day window.", True),
+        ("30 days", "within 30 days", True),
+        ("24 months", "a 24-month warranty", True),
+        ("30 days", "30 hours", False),
+        ("8 business days", "8 business days", True),
+    ],
+)
+def test_unit_words_match_across_plural_and_hyphenated_forms(fact, text, present):
+    assert fact_present(fact, text) is present

@@ -87,21 +87,25 @@ _UNIT_WORD = re.compile(r"[^\W\d_]{3,}")
 _UNIT_AFTER_NUMBER = re.compile(r"\d\s*-?\s*([^\W\d_]{3,})")
 
 
+def _unit_stem(word: str) -> str:
+    return (word[:-1] if word.endswith("s") and len(word) > 3 else word)[:4]
+
+
 def fact_present(fact: str, text: str, text_entities: set[str] | None = None) -> bool:
     """Whether `text` states `fact`.
 
     A fact with entities (numbers, emails, phones) is present when all of them occur in
     the text and, if a number in the fact carries a unit ("24 months", "8 business days"),
-    that unit word occurs too (compared on its first four letters, so "month" matches
-    "months"); any other fact when its normalised form is a substring of the text's.
+    that unit word occurs too (compared on its first four letters after a plural "s", so
+    "month" matches "months" and "30-day" matches "30 days"); any other fact when its normalised form is a substring of the text's.
     """
     fact_entities = extract_entities(fact)
     if fact_entities:
         found = extract_entities(text) if text_entities is None else text_entities
         if not fact_entities <= found:
             return False
-        units = {w[:4] for w in _UNIT_AFTER_NUMBER.findall(_EMAIL.sub(" ", fact).casefold())}
-        return not units or any(w[:4] in units for w in _UNIT_WORD.findall(text.casefold()))
+        units = {_unit_stem(w) for w in _UNIT_AFTER_NUMBER.findall(_EMAIL.sub(" ", fact).casefold())}
+        return not units or any(_unit_stem(w) in units for w in _UNIT_WORD.findall(text.casefold()))
     needle = normalize_text(fact)
     return bool(needle) and needle in normalize_text(text)
 
