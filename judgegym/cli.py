@@ -244,24 +244,37 @@ def envs_command() -> None:
 @app.command("bench")
 def bench_command(
     env: Annotated[str, typer.Option("--env", help="Environment id.")] = "RagSupport-v0",
-    n_products: Annotated[int, typer.Option(help="Products per world (2000 gives over 10,000 documents).")] = 2000,
-    episodes: Annotated[int, typer.Option(min=10, help="Timed resets; each is followed by a search step.")] = 1000,
+    n_products: Annotated[int, typer.Option(help="RagSupport-v0: products per world (2000 gives over 10,000 documents).")] = 2000,
+    episodes: Annotated[int, typer.Option(min=10, help="Timed episodes.")] = 1000,
+    agent: Annotated[str, typer.Option(help="Other envs: the scripted baseline that plays.")] = "oracle",
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON.")] = None,
 ) -> None:
-    """Time reset and a search step: medians and p99 (one world, index cached)."""
-    from .benchmarks.throughput import bench_env
+    """Time reset and step: medians and p99 (RagSupport-v0 also times the rank-bm25 peer)."""
+    from .benchmarks.throughput import bench_env, bench_steps
 
-    if env.removeprefix("judgegym:") != "RagSupport-v0":
-        raise _fail("only RagSupport-v0 has a step benchmark so far")
-    result = bench_env(n_products=n_products, episodes=episodes)
-    table = Table(title=f"{env}: {result['documents']} documents, {episodes} episodes")
+    env_id = env.removeprefix("judgegym:")
+    if env_id not in envs.ENVIRONMENTS:
+        raise _fail(f"unknown env {env!r}; judgegym envs: {', '.join(envs.ENVIRONMENTS)}")
+    if env_id == "RagSupport-v0":
+        result = bench_env(n_products=n_products, episodes=episodes)
+        title = f"{env}: {result['documents']} documents, {episodes} episodes"
+        rows = ("reset", "step_search", "step_read", "step_answer", "peer_rank_bm25_search")
+    else:
+        try:
+            result = bench_steps(env_id, agent, episodes)
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+        title = f"{env}: {episodes} episodes played by {agent}"
+        rows = ("reset", "step", "step_final")
+    table = Table(title=title)
     for header in ("operation", "median (ms)", "p99 (ms)"):
         table.add_column(header, justify="right")
-    for name in ("reset", "step_search", "step_read", "step_answer", "peer_rank_bm25_search"):
+    for name in rows:
         if name in result:
             table.add_row(name, f"{result[name]['median_ms']:.3f}", f"{result[name]['p99_ms']:.3f}")
     console.print(table)
-    console.print(f"first reset (world generation + BM25 index): {result['cold_reset_s']:.2f} s")
+    if "cold_reset_s" in result:
+        console.print(f"first reset (world generation + BM25 index): {result['cold_reset_s']:.2f} s")
     if "search_speedup_vs_rank_bm25" in result:
         console.print(f"search step vs rank-bm25 search alone (median): {result['search_speedup_vs_rank_bm25']:.0f}x faster")
     if json_out:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -78,3 +80,13 @@ def test_missing_scenario_file_is_reported(tmp_path):
 def test_episodes_must_be_positive():
     result = runner.invoke(app, ["eval", "--episodes", "0"])
     assert result.exit_code != 0
+
+
+def test_bench_times_any_env_under_a_baseline(tmp_path):
+    out = tmp_path / "bench.json"
+    result = runner.invoke(app, ["bench", "--env", "CustomerSupport-v0", "--episodes", "10", "--agent", "policy", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(out.read_text())
+    assert figures["reset"]["n"] == 10 and figures["step_final"]["n"] == 10 and figures["step"]["n"] >= 10
+    result = runner.invoke(app, ["bench", "--env", "CustomerSupport-v0", "--episodes", "10", "--agent", "search-quote"])
+    assert result.exit_code == 2 and "unknown agent" in result.output

@@ -1,8 +1,10 @@
-"""Env throughput: medians and p99 of `reset` and of `step` with a tool call.
+"""Env throughput: medians and p99 of `reset` and of `step`.
 
-Run with ``judgegym bench`` (default: one RagSupport world of 2,000 products, over 10,000
-documents). The peer figure is the same searches through rank-bm25, the BM25 library many
-RAG environments use, measured in the same run when it is installed.
+Run with ``judgegym bench``. RagSupport-v0 (default: one world of 2,000 products, over
+10,000 documents) times reset -> search -> read -> answer, and beside it the same searches
+through rank-bm25, the BM25 library many RAG environments use, in the same run when it is
+installed. Any other env is timed under one of its scripted baselines (`bench_steps`): the
+agent's own time is excluded, the simulated user's (rule-based by default) is included.
 """
 
 from __future__ import annotations
@@ -60,6 +62,35 @@ def bench_env(n_products: int = 2000, episodes: int = 1000, split: str = "test")
         result["search_speedup_vs_rank_bm25"] = peer["median_ms"] / result["step_search"]["median_ms"]
     env.close()
     return result
+
+
+def bench_steps(env_id: str, agent_spec: str = "oracle", episodes: int = 300, **env_kwargs: Any) -> dict[str, Any]:
+    """Time `reset` and every `step` of `episodes` episodes played by a scripted baseline.
+
+    Reports ``reset`` (a fresh seed each time), ``step`` (all steps but the last) and
+    ``step_final`` (the last step, which runs the verifier), as medians and p99 in ms."""
+    import asyncio
+
+    from ..agents import make_agent
+
+    agent = make_agent(agent_spec, env_id)
+    env = gym.make(env_id, **{"split": "test", **env_kwargs})
+    timings: dict[str, list[float]] = {"reset": [], "step": [], "step_final": []}
+    for seed in range(episodes):
+        t0 = time.perf_counter()
+        observation, info = env.reset(seed=seed)
+        timings["reset"].append(time.perf_counter() - t0)
+        while True:
+            action = asyncio.run(agent.act(observation, info))
+            t0 = time.perf_counter()
+            observation, _, terminated, truncated, _ = env.step(action)
+            elapsed = time.perf_counter() - t0
+            if terminated or truncated:
+                timings["step_final"].append(elapsed)
+                break
+            timings["step"].append(elapsed)
+    env.close()
+    return {"env_id": env_id, "agent": agent_spec, "episodes": episodes, **{k: _stats(v) for k, v in timings.items() if v}}
 
 
 def _rank_bm25_search(documents: list[Any], questions: list[str]) -> dict[str, float] | None:

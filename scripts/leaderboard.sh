@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerate docs/leaderboard.md and docs/leaderboard.png: every agent that runs on a CPU, on
+# the test split of every env. Runs are resumable: rerunning skips the episodes already in
+# runs/leaderboard/*.jsonl, so an interrupted regeneration picks up where it stopped.
+# About 1 hour on 2 CPU cores, nearly all of it SmolLM2-135M generating.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JUDGEGYM=${JUDGEGYM:-.venv/bin/judgegym}
+RUNS=${RUNS:-runs/leaderboard}
+N=${EPISODES:-100}          # scenarios per scripted baseline
+M=${MODEL_EPISODES:-30}     # scenarios per SmolLM2 run
+SMOL="hf:smollm2-135m?max_tokens=128"
+
+$JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$N" --out "$RUNS/rag.jsonl" \
+    --agent oracle --agent search-quote --agent unhelpful
+$JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag.jsonl" --agent "$SMOL" --env-arg max_turns=4
+$JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag.jsonl" --agent "$SMOL" --env-arg max_turns=4 \
+    --env-arg prefetch_k=2
+
+$JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$N" --out "$RUNS/support.jsonl" \
+    --agent oracle --agent policy --agent unhelpful
+$JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$M" --out "$RUNS/support.jsonl" --agent "$SMOL" --env-arg max_turns=6
+
+$JUDGEGYM eval --env Summarize-v0 --split test --episodes "$N" --out "$RUNS/summarize.jsonl" \
+    --agent oracle --agent lead --agent unhelpful
+$JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summarize.jsonl" --agent "$SMOL" --env-arg max_turns=6
+
+$JUDGEGYM leaderboard "$RUNS"/*.jsonl --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
+    --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about an hour on 2 CPU cores). Scripted baselines: $N scenarios each; \
+SmolLM2-135M-Instruct zero-shot (greedy, 128 new tokens per turn, fewer turns allowed to bound CPU time): $M scenarios. \
+Success means reward >= 0.8; the figures are defined in [agents.md](agents.md#evaluation-runs)."
