@@ -261,9 +261,13 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _pages(text: str, size: int) -> list[str]:
+@lru_cache(maxsize=4096)
+def _pages(text: str, size: int) -> tuple[str, ...]:
     """`text` cut into pages of at most `size` characters between words (a word longer than a
-    page is cut); whitespace, paragraph breaks included, is kept inside a page."""
+    page is cut); whitespace, paragraph breaks included, is kept inside a page. Cached: the
+    G members of a group read the same sections."""
+    if len(text.strip()) <= size:
+        return (text.strip(),)
     pages, page = [], ""
     for token in _TOKENS.findall(text):
         if len(page) + len(token) > size:
@@ -278,7 +282,7 @@ def _pages(text: str, size: int) -> list[str]:
         page += token
     if page.strip() or not pages:
         pages.append(page.strip())
-    return pages
+    return tuple(pages)
 
 
 __all__ = ["SPLITS", "SYSTEM_PROMPT", "SummarizeEnv"]
