@@ -68,8 +68,21 @@ class GGUFLoader:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
         from transformers import AutoModelForCausalLM
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+        from transformers.utils import logging as hf_logging
 
-        model = AutoModelForCausalLM.from_pretrained(self.folder(), gguf_file=self.gguf_file, dtype=getattr(torch, self.dtype))
+        # Loading shows two per-tensor progress bars, which would flood eval and training output.
+        bar, bars_on = getattr(gguf_utils, "tqdm", None), hf_logging.is_progress_bar_enabled()
+        if bar is not None:
+            gguf_utils.tqdm = functools.partial(bar, disable=True)
+        hf_logging.disable_progress_bar()
+        try:
+            model = AutoModelForCausalLM.from_pretrained(self.folder(), gguf_file=self.gguf_file, dtype=getattr(torch, self.dtype))
+        finally:
+            if bar is not None:
+                gguf_utils.tqdm = bar
+            if bars_on:
+                hf_logging.enable_progress_bar()
         return model.to("cpu").eval()
 
 
