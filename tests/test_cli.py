@@ -90,3 +90,22 @@ def test_bench_times_any_env_under_a_baseline(tmp_path):
     assert figures["reset"]["n"] == 10 and figures["step_final"]["n"] == 10 and figures["step"]["n"] >= 10
     result = runner.invoke(app, ["bench", "--env", "CustomerSupport-v0", "--episodes", "10", "--agent", "search-quote"])
     assert result.exit_code == 2 and "unknown agent" in result.output
+
+
+def test_eval_trials_pass_k_json_and_resume(tmp_path):
+    out, summary = tmp_path / "runs.jsonl", tmp_path / "summary.json"
+    args = ["eval", "--agent", "oracle", "--episodes", "3", "--trials", "2", "--env-arg", "n_products=20", "--env-arg", "n_worlds=1"]
+    result = runner.invoke(app, [*args, "--out", str(out), "--json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert "pass^2" in result.output and len(out.read_text().splitlines()) == 6
+    (figures,) = json.loads(summary.read_text())
+    assert figures["pass_k"] == {"1": 1.0, "2": 1.0} and figures["scenarios"] == 3 and figures["trials"] == 2
+    again = runner.invoke(app, [*args, "--out", str(out)])
+    assert again.exit_code == 0 and "6 episodes taken from" in again.output and len(out.read_text().splitlines()) == 6
+
+
+def test_eval_refuses_relative_judges_and_bad_agent_options():
+    result = runner.invoke(app, ["eval", "--episodes", "1", "--judge", "ruler:openai/gpt-4o-mini"])
+    assert result.exit_code == 2 and "relative judge" in result.output
+    result = runner.invoke(app, ["eval", "--episodes", "1", "--agent", "hf:smollm2-135m?temprature=0.5"])
+    assert result.exit_code == 2 and "unknown option(s) temprature" in result.output
