@@ -23,7 +23,7 @@ $JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$M" --out "$RUN
 
 $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$N" --out "$RUNS/summarize.jsonl" \
     --agent oracle --agent lead --agent unhelpful
-$JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summarize.jsonl" --agent "$SMOL" --env-arg max_turns=6
+$JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summarize_smol.jsonl" --agent "$SMOL" --env-arg max_turns=6
 
 $JUDGEGYM leaderboard "$RUNS"/*.jsonl --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
     --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about an hour on 2 CPU cores). Scripted baselines: $N scenarios each; \

@@ -58,7 +58,7 @@ class HFAgent(BatchedAgent):
         self.dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         self.name = name or f"hf:{model}" + (f"+{adapter}" if adapter else "")
         if model_obj is None or tokenizer_obj is None:
-            model_obj, tokenizer_obj = _load(model, self.dtype, fresh=adapter is not None)
+            model_obj, tokenizer_obj = load_model(model, self.dtype, fresh=adapter is not None)
         if adapter is not None:
             model_obj = _with_adapter(model_obj, Path(adapter))
         self.model = model_obj.to(self.device).eval()
@@ -95,7 +95,7 @@ class HFAgent(BatchedAgent):
         return generations
 
 
-def _load(model: str, dtype: Any, *, fresh: bool) -> tuple[Any, Any]:
+def load_model(model: str, dtype: Any, *, fresh: bool = False) -> tuple[Any, Any]:
     """(model, tokenizer): an embedded model from its GGUF, else `from_pretrained`. `fresh`
     loads a private copy (an adapter modifies the model it wraps)."""
     embedded = EMBEDDED_ALIASES.get(model)
@@ -125,4 +125,4 @@ def _with_adapter(model: Any, adapter: Path) -> Any:
     return PeftModel.from_pretrained(model, str(adapter))
 
 
-__all__ = ["EMBEDDED_ALIASES", "HFAgent"]
+__all__ = ["EMBEDDED_ALIASES", "HFAgent", "load_model"]

@@ -1,1 +1,37 @@
-"""Trainers that turn judged groups into better policies (GRPO lands here)."""
+"""GRPO for judgegym envs: the trainer (`GRPOTrainer`, `GRPOConfig`), its rollout backends,
+checkpoints, and the pure pieces it is built from (advantages, loss, token-level episodes).
+
+Importing this package imports torch; transformers and peft load when a trainer is built.
+"""
+
+from .advantages import GroupAdvantages, group_advantages
+from .checkpoint import TrainerState, latest_checkpoint, load_checkpoint, save_checkpoint
+from .grpo import DEFAULT_LORA_TARGETS, GRPOConfig, GRPOTrainer, plot_rewards
+from .loss import importance_sampling_weights, policy_loss, selective_log_softmax
+from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, make_envs, play_groups
+from .tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory, env_turns
+
+__all__ = [
+    "DEFAULT_LORA_TARGETS",
+    "EpisodeTokenizer",
+    "GRPOConfig",
+    "GRPOTrainer",
+    "GroupAdvantages",
+    "RolloutBackend",
+    "RolloutEpisode",
+    "TemplateError",
+    "TokenTrajectory",
+    "TrainerState",
+    "TransformersBackend",
+    "env_turns",
+    "group_advantages",
+    "importance_sampling_weights",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "make_envs",
+    "play_groups",
+    "plot_rewards",
+    "policy_loss",
+    "save_checkpoint",
+    "selective_log_softmax",
+]

@@ -1,0 +1,212 @@
+"""Rollouts for GRPO: B scenarios x G members played as token-level episodes, every active
+episode's next turn generated in one batch. `RolloutBackend` is the seam between the episode
+loop and the sampler; `TransformersBackend` (``model.generate``) is the one built here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+
+from ..agents.batching import Sampling
+from ..trajectory import Trajectory
+from .loss import selective_log_softmax
+from .tokenize import EpisodeTokenizer, TokenTrajectory, env_turns
+
+
+@runtime_checkable
+class RolloutBackend(Protocol):
+    """What the rollout loop needs from a sampler.
+
+    A vLLM backend would implement the same two methods: `generate` with ``n=1`` requests
+    (prefix caching makes the shared prompts of a group cheap) and `sync_weights` loading the
+    updated LoRA adapter under a fresh adapter id and resetting the prefix cache.
+    """
+
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: Sampling) -> tuple[list[list[int]], list[list[float]]]:
+        """Sample one continuation per prompt.
+
+        Args:
+            prompts: token ids, one list per episode (no padding).
+            sampling: temperature (> 0), top_p, max_tokens (new tokens per turn) and the seed
+                of this call (the same prompts and seed must give the same samples).
+
+        Returns:
+            ``(ids, logprobs)``: per prompt, the sampled ids without padding, ending with the
+            EOS token if the model stopped by itself, and each id's log-probability under
+            ``softmax(logits / temperature)`` (what `selective_log_softmax` computes, so the
+            trainer's numbers are comparable).
+        """
+        ...
+
+    def sync_weights(self, model: Any) -> None:
+        """Called after every optimizer step with the trained model: make the sampler use the
+        new weights (no-op when the sampler is the training model itself)."""
+        ...
+
+
+class TransformersBackend:
+    """Samples with the training model's own ``generate`` (CPU, or one GPU without vLLM).
+
+    Prompts are left-padded into one batch; the log-probabilities come from the raw logits
+    of each generated position (``output_logits``) divided by the temperature, the same
+    arithmetic as the trainer's forward pass. Top-p truncation is not reflected in them: keep
+    ``top_p=1`` for exact on-policy numbers (or turn on importance sampling).
+
+    Memory: ``generate`` keeps the logits of every new position, ``B x max_tokens x vocab``
+    floats; lower the batch or ``max_tokens`` if that does not fit.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, device: str):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: Sampling) -> tuple[list[list[int]], list[list[float]]]:
+        import torch
+        from transformers import GenerationConfig
+
+        if sampling.temperature <= 0:
+            raise ValueError("rollouts sample: temperature must be > 0 (greedy turns have no log-probabilities to train on)")
+        if not prompts:
+            return [], []
+        pad, eos = _pad_id(self.tokenizer), self.tokenizer.eos_token_id
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
+            if not prompt:
+                raise ValueError(f"prompt {row} is empty; every episode starts with its first prompt's ids")
+            input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt))
+            attention_mask[row, width - len(prompt) :] = 1
+        # A fresh GenerationConfig: nothing inherited from the model's defaults (repetition
+        # penalty, top_k=50, ...) may change the distribution the logprobs describe.
+        config = GenerationConfig(
+            do_sample=True,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=0,
+            max_new_tokens=sampling.max_tokens,
+            pad_token_id=pad,
+            eos_token_id=eos,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+        cuda = [self.device] if str(self.device).startswith("cuda") else []
+        with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(sampling.seed)
+            out = self.model.generate(
+                input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device), generation_config=config
+            )
+        new = out.sequences[:, width:]
+        # logprobs of every generated position, one (B, V) slice at a time
+        logprobs = torch.stack(
+            [selective_log_softmax(step_logits, new[:, t], sampling.temperature) for t, step_logits in enumerate(out.logits)], dim=1
+        )
+        ids_out, logprobs_out = [], []
+        for row_ids, row_logprobs in zip(new.tolist(), logprobs.tolist(), strict=True):
+            end = row_ids.index(eos) + 1 if eos in row_ids else len(row_ids)  # after EOS there is only padding
+            ids_out.append(row_ids[:end])
+            logprobs_out.append(row_logprobs[:end])
+        return ids_out, logprobs_out
+
+    def sync_weights(self, model: Any) -> None:
+        """Nothing to do: the sampler is the training model."""
+
+
+@dataclass
+class RolloutEpisode:
+    """One played episode: the env's unscored trajectory and its token-level twin."""
+
+    group: int
+    """Index of its scenario within the step (members of a group share it)."""
+    seed: int
+    """The scenario seed the env was reset with."""
+    trajectory: Trajectory
+    tokens: TokenTrajectory
+    turns: int
+    """Assistant turns generated."""
+    clipped_turns: int
+    """Turns cut by the per-turn token limit (no EOS within ``max_tokens``)."""
+
+
+def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None, *, max_turns: int | None = None) -> list[gym.Env]:
+    """`n` envs that leave judging to the trainer (``defer_judging=True``)."""
+    kwargs = dict(env_kwargs or {})
+    if max_turns is not None:
+        kwargs["max_turns"] = max_turns
+    return [gym.make(env_id, defer_judging=True, **kwargs) for _ in range(n)]
+
+
+def play_groups(
+    backend: RolloutBackend,
+    tokenizer: Any,
+    envs: Sequence[gym.Env],
+    seeds: Sequence[int],
+    sampling: Sampling,
+) -> list[RolloutEpisode]:
+    """Play ``len(seeds)`` groups of ``G = len(envs) // len(seeds)`` members to their end.
+
+    Member ``j`` of group ``i`` plays on ``envs[i * G + j]``, reset with ``seeds[i]`` (so the
+    G members play the same scenario). Each round, every episode still running contributes
+    its conditioning ids (`EpisodeTokenizer.prompt_for_next_turn`) to one `backend.generate`
+    call, seeded with ``sampling.seed + round``; each sample goes to its episode's tokenizer
+    and, as text, to its env. Episodes end when their env says so (a final answer, or the env's
+    ``max_turns`` / ``max_tool_calls``). Returns the episodes in env order.
+    """
+    if not seeds or len(envs) % len(seeds):
+        raise ValueError(f"need a whole number of envs per scenario, got {len(envs)} envs for {len(seeds)} scenarios")
+    group_size = len(envs) // len(seeds)
+    episodes: list[EpisodeTokenizer] = []
+    observations: list[list[dict[str, Any]]] = []
+    for index, env in enumerate(envs):
+        observation, info = env.reset(seed=int(seeds[index // group_size]))
+        episode = EpisodeTokenizer(tokenizer, info.get("tools") or [])
+        episode.start(observation)
+        episodes.append(episode)
+        observations.append(observation)
+    turns = [0] * len(envs)
+    clipped = [0] * len(envs)
+    finished: dict[int, Trajectory] = {}
+    round_ = 0
+    while len(finished) < len(envs):
+        active = [i for i in range(len(envs)) if i not in finished]
+        prompts = [episodes[i].prompt_for_next_turn() for i in active]
+        ids, logprobs = backend.generate(prompts, replace(sampling, seed=(sampling.seed + round_) % (2**31 - 1)))
+        if len(ids) != len(active) or len(logprobs) != len(active):
+            raise RuntimeError(f"{type(backend).__name__}.generate returned {len(ids)} samples for {len(active)} prompts")
+        for i, sample, sample_logprobs in zip(active, ids, logprobs, strict=True):
+            text = episodes[i].add_generated(sample, sample_logprobs)
+            turns[i] += 1
+            clipped[i] += len(sample) >= sampling.max_tokens and (not sample or sample[-1] != tokenizer.eos_token_id)
+            observation, _, terminated, truncated, step_info = envs[i].step(text)
+            if terminated or truncated:
+                finished[i] = step_info["trajectory"]
+                continue
+            episodes[i].add_env_messages(env_turns(observations[i], observation))
+            observations[i] = observation
+        round_ += 1
+    return [
+        RolloutEpisode(
+            group=i // group_size,
+            seed=int(seeds[i // group_size]),
+            trajectory=finished[i],
+            tokens=episodes[i].trajectory(),
+            turns=turns[i],
+            clipped_turns=clipped[i],
+        )
+        for i in range(len(envs))
+    ]
+
+
+def _pad_id(tokenizer: Any) -> int:
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    if pad is None:
+        raise ValueError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token before training")
+    return int(pad)
+
+
+__all__ = ["RolloutBackend", "RolloutEpisode", "TransformersBackend", "make_envs", "play_groups"]

@@ -1,0 +1,274 @@
+"""The GRPO loop end to end on a tiny random Llama: one step trains only the adapter and logs
+every metric; flat groups are skipped and failed groups dropped and counted; the trainer's
+log-probabilities equal the sampler's; and a few dozen steps raise a scripted reward."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import random
+import string
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_models import save_tiny_model
+
+from judgegym.judges.base import JudgeScore, Verifier
+from judgegym.judges.llm import JudgeError, Usage
+from judgegym.trainers import GRPOConfig, GRPOTrainer, TransformersBackend
+from judgegym.trajectory import Trajectory
+
+SMALL_RAG = {"n_products": 20, "n_worlds": 1}
+
+
+class ScriptedJudge(Verifier):
+    """A verifier whose reward is whatever `reward(trajectory)` says (it may raise)."""
+
+    def __init__(self, reward: Callable[[Trajectory], float]):
+        self.reward = reward
+
+    def verify(self, trajectory: Trajectory) -> JudgeScore:
+        score = self.reward(trajectory)
+        return JudgeScore(score=score, components={"scripted": score, "answer_words": float(len(trajectory.final_answer.split()))})
+
+
+class MeteredJudge(ScriptedJudge):
+    """A scripted judge that reports LLM usage the way `RulerJudge` does (a running `usage`)."""
+
+    def __init__(self, reward: Callable[[Trajectory], float]):
+        super().__init__(reward)
+        self.usage = Usage()
+
+    def verify(self, trajectory: Trajectory) -> JudgeScore:
+        self.usage.add(Usage(calls=1, prompt_tokens=100, completion_tokens=10, cost=0.001))
+        return super().verify(trajectory)
+
+
+class RecordingBackend(TransformersBackend):
+    """The transformers backend, counting the tokens it sampled."""
+
+    sampled = 0
+
+    def generate(self, prompts, sampling):
+        ids, logprobs = super().generate(prompts, sampling)
+        self.sampled += sum(len(row) for row in ids)
+        return ids, logprobs
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> str:
+    return str(save_tiny_model(tmp_path_factory.mktemp("tiny-llama")))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """A 32-wide model runs fastest on one thread (and is not slowed by a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make_config(tmp_path: Path, model: str, **overrides) -> GRPOConfig:
+    options = {
+        "model": model,
+        "env_kwargs": dict(SMALL_RAG),
+        "scenarios_per_step": 2,
+        "group_size": 2,
+        "max_new_tokens": 8,
+        "max_turns": 2,
+        "max_steps": 1,
+        "eval_steps": 0,
+        "save_steps": 0,
+        "output_dir": str(tmp_path / "run"),
+    }
+    return GRPOConfig(**{**options, **overrides})
+
+
+def text_hash_reward(trajectory: Trajectory) -> float:
+    """Distinct answers get distinct rewards, so groups are (almost surely) not flat."""
+    return random.Random(f"{trajectory.seed}/{trajectory.final_answer}").random()
+
+
+def parameters(model) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+STEP_METRICS = [
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "rewards/scripted/mean",
+    "rewards/answer_words/mean",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "entropy",
+    "tools/call_frequency",
+    "tools/failure_frequency",
+    "num_failed_groups",
+    "num_zero_std_groups",
+    "learning_rate",
+    "grad_norm",
+    "loss",
+    "timing/generate_s",
+    "timing/judge_s",
+    "timing/train_s",
+    "step_time_s",
+    "sampling/sampling_logp_difference/max",
+]
+
+
+def test_one_step_trains_only_the_adapter_and_logs_every_metric(tmp_path, tiny_model):
+    config = make_config(tmp_path, tiny_model, eval_steps=1, eval_episodes=2, save_steps=1)
+    trainer = GRPOTrainer(config, judge=MeteredJudge(text_hash_reward))
+    trainer.backend = backend = RecordingBackend(trainer.model, trainer.tokenizer, trainer.device)
+    before = parameters(trainer.model)
+
+    history = trainer.train()
+
+    after = parameters(trainer.model)
+    lora = [name for name in before if "lora_" in name]
+    assert lora and all(not torch.equal(before[n], after[n]) for n in lora if "lora_B" in n)
+    assert all(torch.equal(before[n], after[n]) for n in before if "lora_" not in n), "base weights must stay frozen"
+
+    record = history[-1]
+    assert record["step"] == 1
+    missing = [k for k in STEP_METRICS if k not in record]
+    assert not missing, f"metrics missing: {missing}"
+    for key in [*STEP_METRICS, "eval/reward", "eval/success"]:
+        assert isinstance(record[key], int | float) and math.isfinite(record[key]), f"{key} = {record[key]!r}"
+    assert record["num_trained_sequences"] == 4  # both groups informative
+    assert (record["judge/calls"], record["judge/prompt_tokens"], record["judge/cost"]) == (4, 400, pytest.approx(0.004))
+
+    # token bookkeeping: the mask covers exactly what the backend sampled
+    episodes = trainer.last_rollout
+    assert [e.seed for e in episodes] == [s for s in trainer.scenario_seeds(0, 2) for _ in range(2)]
+    assert sum(e.tokens.num_sampled for e in episodes) == backend.sampled == record["num_trained_tokens"]
+    assert record["completions/mean_length"] == pytest.approx(backend.sampled / 4)
+    for episode in episodes:
+        tokens = episode.tokens
+        assert all((logprob != 0.0) == bool(m) for logprob, m in zip(tokens.sampler_logprobs, tokens.loss_mask, strict=True))
+        assert tokens.num_sampled <= episode.turns * config.max_new_tokens
+        assert episode.trajectory.reward is not None
+
+    # files: the log (eval at step 0 and at the end), checkpoint, best and last weights, plot
+    lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [0, 1]
+    assert "eval/reward" in lines[0] and "eval/reward" in lines[1]
+    for folder in ("best", "last", "checkpoints/step-1/adapter"):
+        assert (tmp_path / "run" / folder / "adapter_config.json").is_file(), folder
+    assert (tmp_path / "run" / "reward.png").stat().st_size > 0
+
+
+def test_flat_groups_are_skipped_and_failed_groups_dropped_and_counted(tmp_path, tiny_model):
+    trainer = GRPOTrainer(make_config(tmp_path, tiny_model, scenarios_per_step=3, max_steps=3), judge=ScriptedJudge(lambda t: 0.0))
+    flat, failing, informative = trainer.scenario_seeds(0, 3)
+    next_informative = iter([0.0, 1.0])
+
+    def scripted(trajectory: Trajectory) -> float:
+        if trajectory.seed == flat:
+            return 0.5
+        if trajectory.seed == failing:
+            raise JudgeError("scripted failure")
+        assert trajectory.seed == informative
+        return next(next_informative)
+
+    trainer.judge = ScriptedJudge(scripted)
+    before = parameters(trainer.model)
+    record = trainer.train_step()
+    assert (record["num_failed_groups"], record["num_zero_std_groups"], record["num_trained_sequences"]) == (1, 1, 2)
+    assert record["reward"] == pytest.approx(0.5)  # kept rewards 0.5, 0.5, 0, 1: the failed group is not zeros
+    assert record["frac_reward_zero_std"] == 0.5
+    assert [e.trajectory.reward for e in trainer.last_rollout if e.seed == failing] == [None, None]
+    trained = parameters(trainer.model)
+    assert any(not torch.equal(before[n], trained[n]) for n in before)
+
+    trainer.judge = ScriptedJudge(lambda t: 0.3)  # every group flat: no update at all
+    record = trainer.train_step()
+    assert (record["num_zero_std_groups"], record["num_trained_sequences"], record["loss"], record["grad_norm"]) == (3, 0, 0.0, 0.0)
+    assert all(torch.equal(trained[n], p) for n, p in parameters(trainer.model).items())
+
+    def always_fails(trajectory: Trajectory) -> float:
+        raise JudgeError("judge down")
+
+    trainer.judge = ScriptedJudge(always_fails)
+    record = trainer.train_step()
+    assert record["num_failed_groups"] == 3 and math.isnan(record["reward"]) and record["num_trained_sequences"] == 0
+    assert trainer.state.step == 3 and trainer.state.cursor == 9
+
+
+def test_trainer_logprobs_match_the_sampler_at_step_start(tmp_path, tiny_model):
+    """Multi-turn episodes (the simulated customer answers every text turn), temperature 0.7,
+    micro-batches padded differently from the generation batch: the trainer's forward pass
+    must reproduce the sampler's log-probabilities, which checks temperature and shifting."""
+    config = make_config(
+        tmp_path,
+        tiny_model,
+        env_id="CustomerSupport-v0",
+        env_kwargs={},
+        max_turns=3,
+        temperature=0.7,
+        micro_batch_size=3,
+        importance_sampling="truncate",
+    )
+    trainer = GRPOTrainer(config, judge=ScriptedJudge(text_hash_reward))
+    record = trainer.train_step()
+    assert any(e.turns >= 2 for e in trainer.last_rollout)
+    assert record["num_trained_tokens"] > 10
+    assert record["sampling/sampling_logp_difference/max"] < 1e-3
+    assert record["is/frac_capped"] == 0.0 and record["is/weight_mean"] == pytest.approx(1.0, abs=1e-3)
+
+
+def digit_share(trajectory: Trajectory) -> float:
+    words = trajectory.final_answer.split()
+    return sum(w in string.digits for w in words) / max(len(words), 1)
+
+
+def test_a_few_dozen_steps_raise_the_reward(tmp_path, tiny_model):
+    """A real learning signal: the reward is the share of digits in the answer (about 1 in 10
+    tokens at random). The adapter includes the output head: in a tiny random model the
+    hidden state is RMS-normalised and the head's weights are tiny, so adapters on the blocks
+    alone can move the logits by less than 1."""
+    config = make_config(
+        tmp_path,
+        tiny_model,
+        scenarios_per_step=2,
+        group_size=4,
+        max_new_tokens=6,
+        max_turns=1,
+        max_steps=16,
+        learning_rate=3e-2,
+        lora_r=8,
+        lora_target_modules=["q_proj", "v_proj", "down_proj", "lm_head"],
+    )
+    rewards = [record["reward"] for record in GRPOTrainer(config, judge=ScriptedJudge(digit_share)).train()]
+    first, last = sum(rewards[:4]) / 4, sum(rewards[-4:]) / 4
+    assert last > first + 0.3, f"reward did not rise: {[round(r, 2) for r in rewards]}"
+
+
+def test_tensorboard_without_the_package_warns_and_training_goes_on(tmp_path, tiny_model):
+    if importlib.util.find_spec("tensorboard") is not None:
+        pytest.skip("tensorboard is installed; this checks the warning when it is not")
+    trainer = GRPOTrainer(make_config(tmp_path, tiny_model, tensorboard=True), judge=ScriptedJudge(text_hash_reward))
+    with pytest.warns(UserWarning, match="tensorboard package is not installed"):
+        history = trainer.train()
+    assert [r["step"] for r in history] == [1]
+
+
+def test_config_errors_say_what_to_change():
+    with pytest.raises(ValueError, match="group_size must be >= 1"):
+        GRPOConfig(group_size=0)
+    with pytest.raises(ValueError, match="beta > 0 needs use_lora=True"):
+        GRPOConfig(beta=0.1, use_lora=False)
+    with pytest.raises(ValueError, match="env_kwargs may not set"):
+        GRPOConfig(env_kwargs={"max_turns": 3})
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        GRPOConfig(temperature=0.0)
+    assert GRPOConfig().effective_learning_rate == 1e-4 and GRPOConfig(use_lora=False).effective_learning_rate == 1e-5
+    assert all(GRPOConfig.help().values()), "every field has a help text"
