@@ -60,3 +60,10 @@ def test_cli_reports_missing_and_bad_files(tmp_path):
     bad.write_text("{}\n")
     result = CliRunner().invoke(app, ["leaderboard", str(bad), "--out", str(tmp_path / "x.md")])
     assert result.exit_code == 2 and "line 1" in result.output
+
+
+def test_same_agent_on_several_envs_keeps_its_plain_name(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    for env_id in ("RagSupport-v0", "CustomerSupport-v0"):
+        asyncio.run(evaluate(env_id, make_agent("oracle", env_id), episodes=2, env_kwargs={"split": "test"}, out=out))
+    assert sorted(s.agent for s in summarize_runs([out])) == ["oracle", "oracle"]

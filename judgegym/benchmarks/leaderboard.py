@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -26,14 +27,13 @@ def summarize_runs(paths: Iterable[str | os.PathLike[str]], *, success_threshold
     if not runs:
         raise ValueError("no trajectories in the given files")
     summaries = []
-    labels = {}
-    for key, trajectories in runs.items():
+    for trajectories in runs.values():
         summary = summarize(trajectories, success_threshold=success_threshold)
-        summary.agent = labels[key] = run_label(trajectories[0])
+        summary.agent = run_label(trajectories[0])
         summaries.append(summary)
-    clashes = [label for label in set(labels.values()) if list(labels.values()).count(label) > 1]
-    for summary, (key, _) in zip(summaries, runs.items(), strict=True):
-        if summary.agent in clashes:  # same agent and options, other env config (e.g. a scenarios file)
+    seen = Counter((s.env_id, s.split, s.agent) for s in summaries)
+    for summary, key in zip(summaries, runs, strict=True):
+        if seen[(summary.env_id, summary.split, summary.agent)] > 1:  # same agent and options, another env config (a scenarios file)
             summary.agent += f" [config {key[3]}]"
     return sorted(summaries, key=lambda s: (s.env_id, s.split, -s.mean_reward, s.agent))
 
