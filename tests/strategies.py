@@ -1,10 +1,13 @@
 """Hypothesis strategies for agent actions: junk, malformed tool calls, huge and odd text.
 
-Shared by the env fuzz tests; `tool_name_pool` lets a test mix in its env's real tool names."""
+Shared by the env fuzz tests; `tool_name_pool` lets a test mix in its env's real tool names,
+and `checked_step` asserts the env contract on every step."""
 
 from __future__ import annotations
 
 import json
+import math
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -53,3 +56,19 @@ def action_strategy(tool_name_pool: list[str], argument_strategies: list[st.Sear
     )
     junk = st.one_of(st.none(), st.integers(), st.floats(), st.binary(max_size=20), st.lists(st.integers(), max_size=3), json_values)
     return st.one_of(text_action, text_action, dict_action, dict_action, junk)
+
+
+def checked_step(env: Any, action: Any, turns: int, max_turns: int) -> tuple[bool, dict[str, Any]]:
+    """Step `action` (the episode's turn number `turns`, counted from 1) and assert the
+    contract: observations stay in the space, rewards in [0, 1], 0 before the end, the judged
+    reward at the end, and `max_turns` always ends the episode. Returns (episode over, info)."""
+    observation, reward, terminated, truncated, info = env.step(action)
+    assert env.observation_space.contains(observation)
+    assert isinstance(terminated, bool) and isinstance(truncated, bool)
+    assert math.isfinite(reward) and 0.0 <= reward <= 1.0
+    if terminated or truncated:
+        assert info["trajectory"].reward == reward and turns <= max_turns
+        assert truncated == (info["termination"] in ("max_turns", "max_tool_calls"))
+    else:
+        assert reward == 0.0 and turns < max_turns, "the turn limit must end the episode"
+    return terminated or truncated, info

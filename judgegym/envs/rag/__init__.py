@@ -1,8 +1,9 @@
 """RagSupport-v0: grounded answers from a support knowledge base."""
 
+from ...jsonl import ScenarioFileError
 from .env import RagSupportEnv
 from .retrieval import KnowledgeBase
-from .scenario import Document, RagScenario, ScenarioFileError, load_scenarios
+from .scenario import Document, RagScenario, load_scenarios
 from .verifier import RagVerifier
 
 __all__ = [

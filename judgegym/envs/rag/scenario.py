@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...jsonl import read_records
+from ...jsonl import ScenarioError, read_scenarios
 
 
 class Document(BaseModel):
@@ -47,39 +47,24 @@ class RagScenario(BaseModel):
     documents: list[Document] = Field(default_factory=list)
 
 
-class ScenarioFileError(ValueError):
-    """A user scenario file has a bad line; the message names the file, line and field."""
-
-
 def load_scenarios(path: str | Path) -> list[RagScenario]:
     """Read user scenarios from JSONL, one `RagScenario` per non-blank line.
 
     Raises `ScenarioFileError` naming the line number and the offending field, and
     `FileNotFoundError` if the file does not exist.
     """
-    path = Path(path)
-    scenarios: list[RagScenario] = []
-    seen: dict[str, int] = {}
-    for lineno, scenario in read_records(path, RagScenario, ScenarioFileError):
-        if not scenario.documents:
-            raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': at least one document is required")
-        _check_references(scenario, path, lineno)
-        if scenario.id in seen:
-            raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
-        seen[scenario.id] = lineno
-        scenarios.append(scenario)
-    if not scenarios:
-        raise ScenarioFileError(f"{path}: no scenarios (the file is empty)")
-    return scenarios
+    return read_scenarios(path, RagScenario, _check_references)
 
 
-def _check_references(scenario: RagScenario, path: Path, lineno: int) -> None:
+def _check_references(scenario: RagScenario) -> None:
+    if not scenario.documents:
+        raise ScenarioError("documents", "at least one document is required")
     counts = Counter(doc.id for doc in scenario.documents)
     duplicates = sorted(doc_id for doc_id, n in counts.items() if n > 1)
     if duplicates:
-        raise ScenarioFileError(f"{path}, line {lineno}: field 'documents': duplicate document ids {duplicates}")
+        raise ScenarioError("documents", f"duplicate document ids {duplicates}")
     missing = [doc_id for doc_id in scenario.supporting_doc_ids if doc_id not in counts]
     if missing:
-        raise ScenarioFileError(f"{path}, line {lineno}: field 'supporting_doc_ids': unknown document ids {missing}")
+        raise ScenarioError("supporting_doc_ids", f"unknown document ids {missing}")
     if scenario.answerable and not scenario.gold_facts:
-        raise ScenarioFileError(f"{path}, line {lineno}: field 'gold_facts': an answerable scenario needs at least one gold fact")
+        raise ScenarioError("gold_facts", "an answerable scenario needs at least one gold fact")

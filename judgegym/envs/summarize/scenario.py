@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from ...jsonl import read_records
+from ...jsonl import ScenarioError, ScenarioFileError, read_scenarios
 from ...judges.facts import extract_entities, fact_present
 from .names import person_names
 
@@ -119,19 +119,6 @@ class SummaryScenario(BaseModel):
         }
 
 
-class ScenarioError(ValueError):
-    """A scenario whose fields contradict each other; `field` names the offending one."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"field '{field}': {message}")
-        self.field = field
-        self.message = message
-
-
-class ScenarioFileError(ValueError):
-    """A user scenario file has a bad line; the message names the file, line and field."""
-
-
 def check_scenario(scenario: SummaryScenario) -> None:
     """Raise `ScenarioError` if the scenario is inconsistent: duplicate section or key-fact
     ids, a key fact pointing at an unknown section or whose value is not in the document, a
@@ -169,21 +156,7 @@ def load_scenarios(path: str | Path) -> list[SummaryScenario]:
     Raises `ScenarioFileError` naming the file, the line number and the offending field, and
     `FileNotFoundError` if the file does not exist.
     """
-    path = Path(path)
-    scenarios: list[SummaryScenario] = []
-    seen: dict[str, int] = {}
-    for lineno, scenario in read_records(path, SummaryScenario, ScenarioFileError):
-        try:
-            check_scenario(scenario)
-        except ScenarioError as exc:
-            raise ScenarioFileError(f"{path}, line {lineno}: {exc}") from None
-        if scenario.id in seen:
-            raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
-        seen[scenario.id] = lineno
-        scenarios.append(scenario)
-    if not scenarios:
-        raise ScenarioFileError(f"{path}: no scenarios (the file is empty)")
-    return scenarios
+    return read_scenarios(path, SummaryScenario, check_scenario)
 
 
 __all__ = [

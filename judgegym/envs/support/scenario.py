@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...jsonl import read_records
+from ...jsonl import ScenarioError, ScenarioFileError, read_scenarios
 from . import db
 
 OrderStatus = Literal["processing", "shipped", "delivered", "cancelled", "refunded"]
@@ -140,19 +140,6 @@ class SupportScenario(_Record):
     system_prompt: str | None = None
 
 
-class ScenarioError(ValueError):
-    """A scenario is inconsistent; `field` names the offending field (e.g. "orders.2.items.0.product_id")."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"field '{field}': {message}")
-        self.field = field
-        self.message = message
-
-
-class ScenarioFileError(ValueError):
-    """A user scenario file has a bad line; the message names the file, line and field."""
-
-
 def load_scenarios(path: str | Path) -> list[SupportScenario]:
     """Read user scenarios from JSONL, one `SupportScenario` per non-blank line, checking
     references and replaying the gold actions.
@@ -160,21 +147,7 @@ def load_scenarios(path: str | Path) -> list[SupportScenario]:
     Raises `ScenarioFileError` naming the line and the field, and `FileNotFoundError` if the
     file does not exist.
     """
-    path = Path(path)
-    scenarios: list[SupportScenario] = []
-    seen: dict[str, int] = {}
-    for lineno, scenario in read_records(path, SupportScenario, ScenarioFileError):
-        if scenario.id in seen:
-            raise ScenarioFileError(f"{path}, line {lineno}: field 'id': '{scenario.id}' already used on line {seen[scenario.id]}")
-        try:
-            prepare(scenario)
-        except ScenarioError as exc:
-            raise ScenarioFileError(f"{path}, line {lineno}: {exc}") from None
-        seen[scenario.id] = lineno
-        scenarios.append(scenario)
-    if not scenarios:
-        raise ScenarioFileError(f"{path}: no scenarios (the file is empty)")
-    return scenarios
+    return read_scenarios(path, SupportScenario, prepare)
 
 
 @dataclass(frozen=True)
