@@ -234,6 +234,62 @@ def leaderboard_command(
     console.print(f"{len(summaries)} runs -> {out} and {chart}")
 
 
+@app.command("train")
+def train_command(
+    env: Annotated[str, typer.Option("--env", help="Environment id to train on.")] = "RagSupport-v0",
+    model: Annotated[str, typer.Option(help="Policy: smollm2-135m (embedded), a transformers folder, or a hub id.")] = "smollm2-135m",
+    judge: Annotated[str, typer.Option(help="Training judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = "verifier",
+    steps: Annotated[int, typer.Option(min=1, help="Optimizer steps.")] = 100,
+    output_dir: Annotated[Path, typer.Option(help="Metrics, checkpoints, best/ and last/ adapters, reward.png.")] = Path("runs/grpo"),
+    env_arg: Annotated[list[str] | None, typer.Option("--env-arg", help="Env keyword KEY=VALUE (JSON values), repeatable.")] = None,
+    config: Annotated[Path | None, typer.Option(help="JSON file of GRPOConfig fields (options given here override it).")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Any GRPOConfig field as KEY=VALUE (JSON values), e.g. --set group_size=4.")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint in OUTPUT_DIR.")] = False,
+    show_config: Annotated[bool, typer.Option(help="Print every GRPOConfig field with its help and exit.")] = False,
+) -> None:
+    """Train a policy with GRPO on an env, rewarded by a judge (docs/trainer.md)."""
+    from dataclasses import fields
+
+    from .trainers import GRPOConfig, GRPOTrainer
+
+    if show_config:
+        defaults = GRPOConfig()
+        for name, text in GRPOConfig.help().items():
+            console.print(f"[bold]{name}[/] = {getattr(defaults, name)!r}\n    {text}")
+        return
+    values: dict[str, Any] = {}
+    if config is not None:
+        if not config.is_file():
+            raise _fail(f"config file {config} does not exist")
+        try:
+            values.update(json.loads(config.read_text()))
+        except json.JSONDecodeError as exc:
+            raise _fail(f"{config} is not valid JSON: {exc}") from None
+    values.update(env_id=env, model=model, judge=judge, max_steps=steps, output_dir=str(output_dir), resume=resume)
+    if env_arg:
+        values["env_kwargs"] = {**values.get("env_kwargs", {}), **_parse_env_args(env_arg)}
+    values.update(_parse_env_args(set_ or []))
+    known = {f.name for f in fields(GRPOConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise _fail(f"unknown GRPOConfig field(s) {', '.join(unknown)}; see judgegym train --show-config")
+    _check_env(env, {k: v for k, v in values.get("env_kwargs", {}).items()})
+    try:
+        trainer = GRPOTrainer(GRPOConfig(**values))
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        raise _fail(str(exc)) from None
+    records = trainer.train()
+    last = next((r for r in reversed(records) if r.get("reward") is not None), None)
+    evals = [r for r in records if r.get("eval/reward") is not None]
+    if last is not None:
+        console.print(f"step {last['step']}: train reward {last['reward']:.3f}")
+    if evals:
+        console.print(f"held-out reward: first {evals[0]['eval/reward']:.3f}, last {evals[-1]['eval/reward']:.3f}")
+    console.print(f"metrics, checkpoints and adapters in {output_dir}")
+
+
 @app.command("envs")
 def envs_command() -> None:
     """List the registered environments."""

@@ -1,0 +1,44 @@
+"""`judgegym train`: a thin layer over GRPOConfig / GRPOTrainer (tiny random model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from tiny_models import save_tiny_model
+from typer.testing import CliRunner
+
+from judgegym.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_train_runs_resumes_and_reports(tmp_path):
+    model = save_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "run"
+    args = ["train", "--model", str(model), "--output-dir", str(out), "--env-arg", "n_products=20", "--env-arg", "n_worlds=1"]
+    args += ["--set", "scenarios_per_step=2", "--set", "group_size=2", "--set", "max_new_tokens=8", "--set", "max_turns=2"]
+    args += ["--set", "eval_steps=0", "--set", "save_steps=1"]
+    result = runner.invoke(app, [*args, "--steps", "1"])
+    assert result.exit_code == 0, result.output
+    assert "step 1: train reward" in result.output
+    result = runner.invoke(app, [*args, "--steps", "2", "--resume"])
+    assert result.exit_code == 0, result.output
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [s for s in steps if s > 0] == [1, 2]
+
+
+def test_train_rejects_unknown_fields_and_shows_the_config(tmp_path):
+    result = runner.invoke(app, ["train", "--set", "groupsize=4", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "unknown GRPOConfig field(s) groupsize" in result.output
+    result = runner.invoke(app, ["train", "--show-config"])
+    assert result.exit_code == 0 and "group_size = 8" in result.output and "epsilon_high" in result.output
