@@ -72,3 +72,16 @@ def checked_step(env: Any, action: Any, turns: int, max_turns: int) -> tuple[boo
     else:
         assert reward == 0.0 and turns < max_turns, "the turn limit must end the episode"
     return terminated or truncated, info
+
+
+def fuzz_episodes(env: Any, seed: int, actions: list[Any], max_turns: int) -> None:
+    """Step every action with `checked_step`; when an episode ends, the next one starts."""
+    observation, _ = env.reset(seed=seed)
+    assert env.observation_space.contains(observation)
+    turns = 0
+    for action in actions:
+        turns += 1
+        done, _ = checked_step(env, action, turns, max_turns)
+        if done:
+            env.reset(seed=seed + turns)
+            turns = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gymnasium as gym
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import action_strategy, checked_step
+from strategies import action_strategy, fuzz_episodes
 
 import judgegym  # noqa: F401
 
@@ -30,12 +30,4 @@ actions = action_strategy(
 @given(seed=st.integers(0, 40), actions_=st.lists(actions, min_size=1, max_size=12))
 def test_arbitrary_actions_never_break_the_env(seed, actions_):
     """Every generated action is stepped: when an episode ends, the next one starts."""
-    observation, _ = ENV.reset(seed=seed)
-    assert ENV.observation_space.contains(observation)
-    turns = 0
-    for action in actions_:
-        turns += 1
-        done, _ = checked_step(ENV, action, turns, MAX_TURNS)
-        if done:
-            ENV.reset(seed=seed + turns)
-            turns = 0
+    fuzz_episodes(ENV, seed, actions_, MAX_TURNS)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-from tiny_models import save_tiny_model
 from typer.testing import CliRunner
 
 from judgegym.cli import app
@@ -15,15 +13,12 @@ runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """Every test here runs a tiny model (see conftest.one_thread)."""
 
 
-def test_train_runs_resumes_and_reports(tmp_path):
-    model = save_tiny_model(tmp_path / "tiny")
+def test_train_runs_resumes_and_reports(tmp_path, tiny_model):
+    model = tiny_model
     out = tmp_path / "run"
     args = ["train", "--model", str(model), "--output-dir", str(out), "--env-arg", "n_products=20", "--env-arg", "n_worlds=1"]
     args += ["--set", "scenarios_per_step=2", "--set", "group_size=2", "--set", "max_new_tokens=8", "--set", "max_turns=2"]

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import save_tiny_model
 
 from judgegym.judges.base import JudgeScore, Verifier
 from judgegym.judges.llm import JudgeError, Usage
@@ -58,18 +57,9 @@ class RecordingBackend(TransformersBackend):
         return ids, logprobs
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    return str(save_tiny_model(tmp_path_factory.mktemp("tiny-llama")))
-
-
 @pytest.fixture(autouse=True)
-def one_thread():
-    """A 32-wide model runs fastest on one thread (and is not slowed by a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """Every test here runs a tiny model (see conftest.one_thread)."""
 
 
 def make_config(tmp_path: Path, model: str, **overrides) -> GRPOConfig:

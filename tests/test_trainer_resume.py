@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import torch
 from test_trainer_loop import ScriptedJudge, make_config, parameters, text_hash_reward
-from tiny_models import save_tiny_model
 
 from judgegym.trainers import GRPOTrainer, latest_checkpoint
 from judgegym.trainers.checkpoint import atomic_directory, checkpoint_dirs, remove_temp_dirs, truncate_metrics
@@ -24,17 +23,9 @@ from judgegym.trainers.checkpoint import atomic_directory, checkpoint_dirs, remo
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    return str(save_tiny_model(tmp_path_factory.mktemp("tiny-llama")))
-
-
 @pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """Every test here runs a tiny model (see conftest.one_thread)."""
 
 
 def steps_logged(output_dir: Path) -> list[int]:
