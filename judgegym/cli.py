@@ -278,7 +278,7 @@ def train_command(
     _check_env(env, {k: v for k, v in values.get("env_kwargs", {}).items()})
     try:
         trainer = GRPOTrainer(GRPOConfig(**values))
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
         raise _fail(str(exc)) from None
     records = trainer.train()
     last = next((r for r in reversed(records) if r.get("reward") is not None), None)

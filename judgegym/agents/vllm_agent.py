@@ -14,16 +14,16 @@ from typing import Any
 
 from .batching import BatchedAgent, Generation, Sampling
 
+_AGENT_FALLBACK = "Without a GPU, use an hf: agent (transformers) or a litellm: agent against a served model."
 
-def import_vllm() -> Any:
-    """The ``vllm`` module, or an ImportError saying how to get it."""
+
+def import_vllm(user: str = "VLLMAgent", fallback: str = _AGENT_FALLBACK) -> Any:
+    """The ``vllm`` module, or an ImportError saying that `user` needs it, how to install it
+    and what to use instead (`fallback`)."""
     try:
         import vllm
     except ImportError as exc:
-        raise ImportError(
-            "VLLMAgent needs vLLM, which runs on NVIDIA GPUs: pip install 'judgegym[gpu]'. "
-            "Without a GPU, use an hf: agent (transformers) or a litellm: agent against a served model."
-        ) from exc
+        raise ImportError(f"{user} needs vLLM, which runs on NVIDIA GPUs: pip install 'judgegym[gpu]'. {fallback}") from exc
     return vllm
 
 

@@ -1,7 +1,8 @@
 """GRPO for judgegym envs: the trainer (`GRPOTrainer`, `GRPOConfig`), its rollout backends,
 checkpoints, and the pure pieces it is built from (advantages, loss, token-level episodes).
 
-Importing this package imports torch; transformers and peft load when a trainer is built.
+Importing this package imports torch; transformers and peft load when a trainer is built, vLLM
+when a `VLLMBackend` is.
 """
 
 from .advantages import GroupAdvantages, group_advantages
@@ -10,6 +11,7 @@ from .grpo import DEFAULT_LORA_TARGETS, GRPOConfig, GRPOTrainer, plot_rewards
 from .loss import importance_sampling_weights, policy_loss, selective_log_softmax
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, make_envs, play_groups
 from .tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory, env_turns
+from .vllm_rollout import VLLMBackend
 
 __all__ = [
     "DEFAULT_LORA_TARGETS",
@@ -23,6 +25,7 @@ __all__ = [
     "TokenTrajectory",
     "TrainerState",
     "TransformersBackend",
+    "VLLMBackend",
     "env_turns",
     "group_advantages",
     "importance_sampling_weights",

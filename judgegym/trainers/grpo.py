@@ -39,6 +39,7 @@ from .checkpoint import (
 from .loss import ImportanceSamplingMode, LossType, importance_sampling_weights, policy_loss, selective_log_softmax
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, _pad_id, make_envs, play_groups
 from .tokenize import TokenTrajectory
+from .vllm_rollout import LORA_RANKS, VLLMBackend, require_vllm
 
 log = logging.getLogger("judgegym.trainers")
 
@@ -51,7 +52,10 @@ FULL_LEARNING_RATE = 1e-5
 _SEED_STRIDE = 1_000_003
 """Scenario seeds of run seed s start at s * stride: different run seeds see different scenarios."""
 
-_RESUMABLE_CHANGES = {"resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard"}
+_RESUMABLE_CHANGES = {
+    "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard",
+    "gpu_memory_utilization", "max_model_len",
+}  # fmt: skip
 """Config fields a resumed run may change without a warning."""
 
 
@@ -108,6 +112,17 @@ class GRPOConfig:
     max_turns: int = _field(6, "Most assistant turns per episode (passed to the env, which truncates the episode there).")
     temperature: float = _field(1.0, "Sampling temperature (> 0); the loss uses the same temperature.")
     top_p: float = _field(1.0, "Nucleus sampling. Keep 1.0: the logprobs do not model the truncation.")
+    backend: Literal["transformers", "vllm"] = _field(
+        "transformers",
+        "Rollout sampler: 'transformers' (the training model's generate, CPU or GPU) or 'vllm' (an in-process vLLM engine on "
+        "the same GPU serving the LoRA adapter; needs the gpu extra and use_lora).",
+    )
+    gpu_memory_utilization: float = _field(
+        0.3, "backend='vllm': share of the GPU's memory vLLM takes (weights + KV cache); the trainer's model and optimizer use the rest."
+    )
+    max_model_len: int | None = _field(
+        None, "backend='vllm': longest sequence (prompt + completion) vLLM serves; None: the model's limit. Lower it to save KV memory."
+    )
     # -- loss ---------------------------------------------------------------------------
     epsilon: float = _field(0.2, "Lower clip range of the probability ratio: r >= 1 - epsilon.")
     epsilon_high: float | None = _field(None, "Upper clip range (DAPO clip-higher, e.g. 0.28); None: epsilon.")
@@ -149,6 +164,19 @@ class GRPOConfig:
             problems.append(f"importance_sampling must be 'truncate', 'mask' or None, got {self.importance_sampling!r}")
         if self.beta > 0 and not self.use_lora:
             problems.append("beta > 0 needs use_lora=True: the KL reference is the base model with the adapter disabled (no second copy)")
+        if self.backend not in ("transformers", "vllm"):
+            problems.append(f"backend must be 'transformers' or 'vllm', got {self.backend!r}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            problems.append(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.max_model_len is not None and self.max_model_len < 1:
+            problems.append(f"max_model_len must be >= 1 or None, got {self.max_model_len}")
+        if self.backend == "vllm" and not self.use_lora:
+            problems.append(
+                "backend='vllm' needs use_lora=True: the trained weights reach vLLM as a LoRA adapter after each step, and vLLM has "
+                "no stable public API to load full weights into a running engine"
+            )
+        if self.backend == "vllm" and self.use_lora and self.lora_r > LORA_RANKS[-1]:
+            problems.append(f"backend='vllm' serves LoRA ranks up to {LORA_RANKS[-1]}, got lora_r={self.lora_r}")
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             problems.append(f"dtype must be 'auto', 'float32', 'bfloat16' or 'float16', got {self.dtype!r}")
         owned = sorted({"max_turns", "defer_judging"} & set(self.env_kwargs))
@@ -195,12 +223,14 @@ class GRPOTrainer:
     Args:
         config: the run.
         judge: a judge object to use instead of ``config.judge`` (e.g. a custom verifier).
-        backend: a rollout backend instead of sampling with the training model's ``generate``.
+        backend: a rollout backend instead of the one ``config.backend`` names.
 
-    The model, optimizer, scheduler and (with ``config.resume``) the checkpoint are loaded
-    here; `train` runs the remaining steps. Files under ``output_dir``: ``metrics.jsonl`` (one
-    JSON object per step, see docs/trainer.md), ``checkpoints/step-N/``, ``best/`` and
-    ``last/`` (loadable weights), ``reward.png``.
+    The model, optimizer, scheduler, (with ``config.resume``) the checkpoint and the rollout
+    backend are loaded here, and the backend is given the current weights; `train` runs the
+    remaining steps. ``config.backend="vllm"`` without vLLM installed raises ImportError
+    before anything is loaded. Files under ``output_dir``: ``metrics.jsonl`` (one JSON object
+    per step, see docs/trainer.md), ``checkpoints/step-N/``, ``best/`` and ``last/``
+    (loadable weights), ``reward.png`` (and ``vllm/`` with the vLLM backend).
     """
 
     def __init__(self, config: GRPOConfig, *, judge: Judge | None = None, backend: RolloutBackend | None = None):
@@ -208,6 +238,8 @@ class GRPOTrainer:
         self.output_dir = Path(config.output_dir)
         self.checkpoints_dir = self.output_dir / "checkpoints"
         self.metrics_path = self.output_dir / "metrics.jsonl"
+        if backend is None and config.backend == "vllm":
+            require_vllm()  # fail before loading anything
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
         if config.dtype == "auto":
             self.dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
@@ -223,7 +255,6 @@ class GRPOTrainer:
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.trainable, lr=config.effective_learning_rate, weight_decay=config.weight_decay)
         self.scheduler = _scheduler(config, self.optimizer)
-        self.backend: RolloutBackend = backend or TransformersBackend(self.model, self.tokenizer, self.device)
         self.envs = make_envs(config.env_id, config.scenarios_per_step * config.group_size, config.env_kwargs, max_turns=config.max_turns)
         self.state = TrainerState()
         self.history: list[dict[str, Any]] = []
@@ -232,6 +263,8 @@ class GRPOTrainer:
         """The episodes of the latest step (judged trajectories replace the unscored ones)."""
         self.resumed_from: Path | None = None
         self._prepare_output()
+        self.backend: RolloutBackend = backend or self._make_backend()
+        self.backend.sync_weights(self.model)  # a resumed model differs from the weights the backend started with
 
     # -- public API ---------------------------------------------------------------------
 
@@ -539,6 +572,28 @@ class GRPOTrainer:
         truncate_metrics(self.metrics_path, self.state.step)
         self.resumed_from = checkpoint
         log.info("resumed from %s at step %d", checkpoint, self.state.step)
+
+    def _make_backend(self) -> RolloutBackend:
+        """The rollout backend ``config.backend`` names."""
+        config = self.config
+        if config.backend == "transformers":
+            return TransformersBackend(self.model, self.tokenizer, self.device)
+        backend = VLLMBackend(
+            config.model,
+            work_dir=self.output_dir / "vllm",
+            lora_rank=config.lora_r,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            max_model_len=config.max_model_len,
+            dtype=str(self.dtype).removeprefix("torch."),
+            seed=config.seed,
+        )
+        if config.importance_sampling is None:
+            warnings.warn(
+                "backend='vllm' with importance_sampling=None: vLLM's kernels compute slightly different log-probabilities "
+                "than the trainer's forward pass, so the rollouts are a little off-policy; set importance_sampling='truncate'",
+                stacklevel=3,
+            )
+        return backend
 
     def _load_model(self) -> tuple[Any, Any]:
         from ..agents.hf import load_model

@@ -1,6 +1,7 @@
 """Rollouts for GRPO: B scenarios x G members played as token-level episodes, every active
 episode's next turn generated in one batch. `RolloutBackend` is the seam between the episode
-loop and the sampler; `TransformersBackend` (``model.generate``) is the one built here.
+loop and the sampler; `TransformersBackend` (``model.generate``) is built here, `VLLMBackend`
+(an in-process vLLM engine) in `vllm_rollout`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from .tokenize import EpisodeTokenizer, TokenTrajectory, env_turns
 class RolloutBackend(Protocol):
     """What the rollout loop needs from a sampler.
 
-    A vLLM backend would implement the same two methods: `generate` with ``n=1`` requests
-    (prefix caching makes the shared prompts of a group cheap) and `sync_weights` loading the
-    updated LoRA adapter under a fresh adapter id and resetting the prefix cache.
+    Two are built: `TransformersBackend` samples with the training model itself;
+    `judgegym.trainers.vllm_rollout.VLLMBackend` samples with vLLM, sending a group's
+    identical first-turn prompts as one ``n=G`` request, and its `sync_weights` saves the
+    trained LoRA adapter, serves it under a fresh adapter id and resets the prefix cache.
+    A sampler other than the training model computes slightly different log-probabilities
+    (other kernels); the trainer's ``importance_sampling`` corrects for that.
     """
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: Sampling) -> tuple[list[list[int]], list[list[float]]]:
@@ -43,8 +47,9 @@ class RolloutBackend(Protocol):
         ...
 
     def sync_weights(self, model: Any) -> None:
-        """Called after every optimizer step with the trained model: make the sampler use the
-        new weights (no-op when the sampler is the training model itself)."""
+        """Called with the trained model once when the trainer is built (after a resume its
+        weights are not the base model's) and after every optimizer step: make the sampler use
+        these weights (no-op when the sampler is the training model itself)."""
         ...
 
 
