@@ -236,11 +236,17 @@ def leaderboard_command(
 
 @app.command("train")
 def train_command(
-    env: Annotated[str, typer.Option("--env", help="Environment id to train on.")] = "RagSupport-v0",
-    model: Annotated[str, typer.Option(help="Policy: smollm2-135m (embedded), a transformers folder, or a hub id.")] = "smollm2-135m",
-    judge: Annotated[str, typer.Option(help="Training judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = "verifier",
-    steps: Annotated[int, typer.Option(min=1, help="Optimizer steps.")] = 100,
-    output_dir: Annotated[Path, typer.Option(help="Metrics, checkpoints, best/ and last/ adapters, reward.png.")] = Path("runs/grpo"),
+    env: Annotated[str | None, typer.Option("--env", help="Environment id to train on [default: RagSupport-v0].")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Policy: smollm2-135m (embedded), a transformers folder, or a hub id [default: smollm2-135m].")
+    ] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="Training judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL [default: verifier].")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps [default: 100].")] = None,
+    output_dir: Annotated[
+        Path | None, typer.Option(help="Metrics, checkpoints, best/ and last/ adapters, reward.png [default: runs/grpo].")
+    ] = None,
     env_arg: Annotated[list[str] | None, typer.Option("--env-arg", help="Env keyword KEY=VALUE (JSON values), repeatable.")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON file of GRPOConfig fields (options given here override it).")] = None,
     set_: Annotated[
@@ -267,7 +273,10 @@ def train_command(
             values.update(json.loads(config.read_text()))
         except json.JSONDecodeError as exc:
             raise _fail(f"{config} is not valid JSON: {exc}") from None
-    values.update(env_id=env, model=model, judge=judge, max_steps=steps, output_dir=str(output_dir), resume=resume)
+    given = {"env_id": env, "model": model, "judge": judge, "max_steps": steps, "output_dir": output_dir and str(output_dir)}
+    values.update({key: value for key, value in given.items() if value is not None})
+    if resume:
+        values["resume"] = True
     if env_arg:
         values["env_kwargs"] = {**values.get("env_kwargs", {}), **_parse_env_args(env_arg)}
     values.update(_parse_env_args(set_ or []))
@@ -275,9 +284,13 @@ def train_command(
     unknown = sorted(set(values) - known)
     if unknown:
         raise _fail(f"unknown GRPOConfig field(s) {', '.join(unknown)}; see judgegym train --show-config")
-    _check_env(env, {k: v for k, v in values.get("env_kwargs", {}).items()})
     try:
-        trainer = GRPOTrainer(GRPOConfig(**values))
+        train_config = GRPOConfig(**values)
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
+    _check_env(train_config.env_id, dict(train_config.env_kwargs))
+    try:
+        trainer = GRPOTrainer(train_config)
     except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
         raise _fail(str(exc)) from None
     records = trainer.train()
@@ -287,7 +300,7 @@ def train_command(
         console.print(f"step {last['step']}: train reward {last['reward']:.3f}")
     if evals:
         console.print(f"held-out reward: first {evals[0]['eval/reward']:.3f}, last {evals[-1]['eval/reward']:.3f}")
-    console.print(f"metrics, checkpoints and adapters in {output_dir}")
+    console.print(f"metrics, checkpoints and adapters in {train_config.output_dir}")
 
 
 @app.command("envs")

@@ -152,6 +152,14 @@ def test_max_tool_calls_truncates_with_answers_for_every_call():
     assert "limit of 2 tool calls" in obs[-1]["content"]
 
 
+def test_zero_tool_calls_is_an_answer_only_task():
+    env = gym.make("RagSupport-v0", n_products=20, max_tool_calls=0, prefetch_k=1, max_turns=1)
+    _, info = env.reset(seed=0)
+    assert info["tools"] == []
+    obs, _, _, truncated, info = env.step(call("search", query="warranty"))
+    assert truncated and info["termination"] == "max_tool_calls" and "Not executed" in obs[-1]["content"]
+
+
 def test_long_tool_output_is_truncated_with_marker():
     env = gym.make("RagSupport-v0", n_products=20, max_tool_output_chars=100)
     env.reset(seed=0)

@@ -37,3 +37,29 @@ def test_train_rejects_unknown_fields_and_shows_the_config(tmp_path):
     assert result.exit_code == 2 and "unknown GRPOConfig field(s) groupsize" in result.output
     result = runner.invoke(app, ["train", "--show-config"])
     assert result.exit_code == 0 and "group_size = 8" in result.output and "epsilon_high" in result.output
+
+
+def test_a_config_file_is_not_overridden_by_option_defaults(tmp_path, tiny_model, monkeypatch):
+    """Only options given on the command line override the file (a default --steps or
+    --output-dir must not silently replace the file's values)."""
+    import judgegym.trainers as trainers
+
+    seen = {}
+
+    class Capture:
+        def __init__(self, config):
+            seen["config"] = config
+
+        def train(self):
+            return []
+
+    monkeypatch.setattr(trainers, "GRPOTrainer", Capture)
+    config = {"model": str(tiny_model), "max_steps": 7, "output_dir": str(tmp_path / "from-file"), "env_kwargs": {"n_products": 20}}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["train", "--config", str(tmp_path / "c.json")])
+    assert result.exit_code == 0, result.output
+    assert seen["config"].max_steps == 7 and seen["config"].output_dir == str(tmp_path / "from-file")
+    assert str(tmp_path / "from-file") in result.output
+    result = runner.invoke(app, ["train", "--config", str(tmp_path / "c.json"), "--steps", "3", "--env-arg", "n_worlds=1"])
+    assert result.exit_code == 0, result.output
+    assert seen["config"].max_steps == 3 and seen["config"].env_kwargs == {"n_products": 20, "n_worlds": 1}

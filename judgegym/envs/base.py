@@ -49,9 +49,11 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
       error, reward 0) and the episode goes on.
 
     `max_turns` assistant turns or more than `max_tool_calls` tool calls truncate the
-    episode. At the end (terminated or truncated) the judge scores the trajectory; the
-    step's reward is its score and ``info`` holds ``trajectory``, ``judge_score``,
-    ``components`` and ``termination``.
+    episode. ``max_tool_calls=0`` makes an answer-only task: ``info["tools"]`` is empty, so
+    an agent or trainer offers the model no tools (calls it makes anyway are not run).
+    At the end (terminated or truncated) the judge scores the trajectory; the step's reward
+    is its score and ``info`` holds ``trajectory``, ``judge_score``, ``components`` and
+    ``termination``.
 
     With ``defer_judging=True`` the env never calls its judge: the last step's reward is
     0.0 and ``info`` holds the unscored ``trajectory`` (``reward`` None), ``termination``
@@ -148,7 +150,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         info = {
             "scenario_id": self._episode.scenario_id,
             "seed": scenario_seed,
-            "tools": self._episode.tools.schemas,
+            "tools": self._episode.tools.schemas if self.max_tool_calls else [],
             "task": self._episode.task,
             **self._episode.info,
         }
