@@ -215,6 +215,34 @@ def test_trainer_logprobs_match_the_sampler_at_step_start(tmp_path, tiny_model):
     assert record["is/frac_capped"] == 0.0 and record["is/weight_mean"] == pytest.approx(1.0, abs=1e-3)
 
 
+def test_shared_prompts_are_prefilled_once_with_the_same_samples(tiny_model, monkeypatch):
+    """A group's first turn: G rows share a prompt. Reading it once and copying its KV cache
+    must sample exactly what reading it per row samples, with the same log-probabilities."""
+    from judgegym.agents.batching import Sampling
+    from judgegym.agents.hf import load_model
+
+    model, tokenizer = load_model(str(tiny_model), torch.float32)
+    backend = TransformersBackend(model, tokenizer, "cpu")
+    prompts = [[5, 6, 7, 8, 9]] * 3 + [[11, 12]] * 2 + [[13, 14, 15]]  # uneven lengths: left padding differs
+    sampling = Sampling(temperature=0.9, top_p=1.0, max_tokens=6, seed=3)
+    calls = []
+    prefill = TransformersBackend._prefill
+
+    def counting_prefill(self, unique_ids, *args):
+        calls.append(unique_ids.shape[0])
+        return prefill(self, unique_ids, *args)
+
+    monkeypatch.setattr(TransformersBackend, "_prefill", counting_prefill)
+    shared = backend.generate(prompts, sampling)
+    assert calls == [3]  # three distinct prompts read, for six rows
+    monkeypatch.setattr(TransformersBackend, "_prefill", lambda self, *args: None)
+    separate = backend.generate(prompts, sampling)
+    assert shared[0] == separate[0]
+    for row_shared, row_separate in zip(shared[1], separate[1], strict=True):
+        assert row_shared == pytest.approx(row_separate, abs=1e-4)
+    assert shared[0][0] != shared[0][1] or shared[0][1] != shared[0][2]  # the group's members still differ
+
+
 def digit_share(trajectory: Trajectory) -> float:
     words = trajectory.final_answer.split()
     return sum(w in string.digits for w in words) / max(len(words), 1)

@@ -61,6 +61,9 @@ class TransformersBackend:
     arithmetic as the trainer's forward pass. Top-p truncation is not reflected in them: keep
     ``top_p=1`` for exact on-policy numbers (or turn on importance sampling).
 
+    Rows that share a prompt (a group's first turn) share its prefill: the prompt is read once
+    and its KV cache copied to each row, so a turn costs B prompt reads, not B x G.
+
     Memory: ``generate`` keeps the logits of every new position, ``B x max_tokens x vocab``
     floats; lower the batch or ``max_tokens`` if that does not fit.
     """
@@ -76,17 +79,21 @@ class TransformersBackend:
 
         if sampling.temperature <= 0:
             raise ValueError("rollouts sample: temperature must be > 0 (greedy turns have no log-probabilities to train on)")
-        if not prompts:
+        rows_of = prompt_rows(prompts)
+        if not rows_of:
             return [], []
         pad, eos = _pad_id(self.tokenizer), self.tokenizer.eos_token_id
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):
-            if not prompt:
-                raise ValueError(f"prompt {row} is empty; every episode starts with its first prompt's ids")
-            input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt))
-            attention_mask[row, width - len(prompt) :] = 1
+        unique = list(rows_of)
+        width = max(len(p) for p in unique)
+        unique_ids = torch.full((len(unique), width), pad, dtype=torch.long)
+        unique_mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for row, prompt in enumerate(unique):
+            unique_ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            unique_mask[row, width - len(prompt) :] = 1
+        source = torch.empty(len(prompts), dtype=torch.long)  # row -> its unique prompt
+        for index, rows in enumerate(rows_of.values()):
+            source[rows] = index
+        input_ids, attention_mask = unique_ids[source].to(self.device), unique_mask[source].to(self.device)
         # A fresh GenerationConfig: nothing inherited from the model's defaults (repetition
         # penalty, top_k=50, ...) may change the distribution the logprobs describe.
         config = GenerationConfig(
@@ -102,9 +109,12 @@ class TransformersBackend:
         )
         cuda = [self.device] if str(self.device).startswith("cuda") else []
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+            # Shared prompts (the G members of a group on their first turn) are read once: their
+            # KV cache is computed per distinct prompt and copied to every row that shares it.
+            cache = self._prefill(unique_ids, unique_mask, source) if len(unique) < len(prompts) and width > 1 else None
             torch.manual_seed(sampling.seed)
             out = self.model.generate(
-                input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device), generation_config=config
+                input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, generation_config=config
             )
         new = out.sequences[:, width:]
         # logprobs of every generated position, one (B, V) slice at a time
@@ -117,6 +127,20 @@ class TransformersBackend:
             ids_out.append(row_ids[:end])
             logprobs_out.append(row_logprobs[:end])
         return ids_out, logprobs_out
+
+    def _prefill(self, unique_ids: Any, unique_mask: Any, source: Any) -> Any:
+        """The KV cache of every prompt but its last token, computed once per distinct prompt
+        (left-padded rows) and gathered to one row per episode; `generate` then reads only the
+        last prompt token before sampling."""
+
+        mask = unique_mask[:, :-1].to(self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: what generate computes
+        out = self.model(
+            input_ids=unique_ids[:, :-1].to(self.device), attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+        )
+        cache = out.past_key_values
+        cache.batch_select_indices(source.to(self.device))
+        return cache
 
     def sync_weights(self, model: Any) -> None:
         """Nothing to do: the sampler is the training model."""
@@ -207,6 +231,17 @@ def play_groups(
     ]
 
 
+def prompt_rows(prompts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
+    """Distinct prompts (in order of first appearance) -> the rows that carry them. Backends
+    read a shared prompt once: the G members of a group share theirs on the first turn."""
+    rows_of: dict[tuple[int, ...], list[int]] = {}
+    for row, prompt in enumerate(prompts):
+        if not prompt:
+            raise ValueError(f"prompt {row} is empty; every episode starts with its first prompt's ids")
+        rows_of.setdefault(tuple(int(t) for t in prompt), []).append(row)
+    return rows_of
+
+
 def _pad_id(tokenizer: Any) -> int:
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     if pad is None:
@@ -214,4 +249,4 @@ def _pad_id(tokenizer: Any) -> int:
     return int(pad)
 
 
-__all__ = ["RolloutBackend", "RolloutEpisode", "TransformersBackend", "make_envs", "play_groups"]
+__all__ = ["RolloutBackend", "RolloutEpisode", "TransformersBackend", "make_envs", "play_groups", "prompt_rows"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..agents.batching import Sampling
 from ..agents.vllm_agent import import_vllm
+from .rollout import prompt_rows
 
 LOGPROBS_MODE = "processed_logprobs"
 """What vLLM's ``logprobs`` hold (engine argument ``logprobs_mode``). vLLM's default,
@@ -115,11 +116,7 @@ class VLLMBackend:
         ``token_ids``), and each id's log-probability under ``softmax(logits / temperature)``."""
         if sampling.temperature <= 0:
             raise ValueError("rollouts sample: temperature must be > 0 (greedy turns have no log-probabilities to train on)")
-        rows_of: dict[tuple[int, ...], list[int]] = {}
-        for row, prompt in enumerate(prompts):
-            if not prompt:
-                raise ValueError(f"prompt {row} is empty; every episode starts with its first prompt's ids")
-            rows_of.setdefault(tuple(int(t) for t in prompt), []).append(row)
+        rows_of = prompt_rows(prompts)
         if not rows_of:
             return [], []
         requests = [{"prompt_token_ids": list(prompt)} for prompt in rows_of]
