@@ -151,6 +151,12 @@ def test_one_step_trains_only_the_adapter_and_logs_every_metric(tmp_path, tiny_m
     lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [0, 1]
     assert "eval/reward" in lines[0] and "eval/reward" in lines[1]
+    assert {"eval/recall", "eval/citation", "eval/turns"} <= set(lines[1])  # the eval judge's components
+    from judgegym.trajectory import read_jsonl
+
+    for step, line in enumerate(lines):
+        judged = read_jsonl(tmp_path / "run" / "eval" / f"step-{step}.jsonl")
+        assert len(judged) == 2 and line["eval/reward"] == pytest.approx(sum(t.reward for t in judged) / 2)
     for folder in ("best", "last", "checkpoints/step-1/adapter"):
         assert (tmp_path / "run" / folder / "adapter_config.json").is_file(), folder
     assert (tmp_path / "run" / "reward.png").stat().st_size > 0

@@ -23,7 +23,7 @@ import torch
 
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
-from ..trajectory import Group
+from ..trajectory import Group, write_jsonl
 from .advantages import ScaleRewards, group_advantages
 from .checkpoint import (
     TrainerState,
@@ -374,8 +374,10 @@ class GRPOTrainer:
 
     def evaluate(self) -> dict[str, float]:
         """Held-out eval of the current policy: ``eval_episodes`` greedy episodes of
-        ``eval_split`` scored by ``eval_judge``; returns ``eval/reward`` (mean) and
-        ``eval/success`` (share at or above the success threshold)."""
+        ``eval_split`` scored by ``eval_judge``; returns ``eval/reward`` (mean),
+        ``eval/success`` (share at or above the success threshold), ``eval/failed`` and
+        ``eval/<metric>``, the mean of each judge component and episode counter (e.g.
+        ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``."""
         from ..agents.hf import HFAgent
         from ..benchmarks.eval import evaluate, summarize
 
@@ -397,8 +399,10 @@ class GRPOTrainer:
         )
         if not run.trajectories:
             raise RuntimeError(f"every eval episode failed; the first: {run.failed[0][2] if run.failed else '?'}")
+        write_jsonl(self.output_dir / "eval" / f"step-{self.state.step}.jsonl", run.trajectories)
         summary = summarize(run.trajectories, failed=len(run.failed))
-        return {"eval/reward": summary.mean_reward, "eval/success": summary.success_rate, "eval/failed": float(len(run.failed))}
+        means = {f"eval/{name}": value for name, value in summary.components.items() if math.isfinite(value)}
+        return {**means, "eval/reward": summary.mean_reward, "eval/success": summary.success_rate, "eval/failed": float(len(run.failed))}
 
     # -- the update ---------------------------------------------------------------------
 
