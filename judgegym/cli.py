@@ -303,6 +303,49 @@ def train_command(
     console.print(f"metrics, checkpoints and adapters in {train_config.output_dir}")
 
 
+@app.command("demo")
+def demo_command(
+    steps: Annotated[int, typer.Option(min=2, help="GRPO steps (B=4 scenarios x G=4 answers each).")] = 20,
+    eval_episodes: Annotated[int, typer.Option(min=2, help="Held-out test scenarios evaluated before and after.")] = 32,
+    output_dir: Annotated[Path, typer.Option(help="Metrics, held-out episodes, adapters, reward.png.")] = Path("runs/demo"),
+    seed: Annotated[int, typer.Option(help="LoRA init, scenario order and sampling.")] = 0,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted demo from its newest checkpoint.")] = False,
+) -> None:
+    """Train the embedded SmolLM2-135M on RagSupport-v0 with GRPO + LoRA on CPU and show the
+    held-out reward before and after (docs/trainer.md#the-cpu-demo)."""
+    from dataclasses import replace
+
+    from .trainers.demo import DEMO_COMPONENTS, demo_config, run_demo
+
+    config = replace(demo_config(output_dir, steps=steps, eval_episodes=eval_episodes, seed=seed), resume=resume)
+    console.print(
+        f"GRPO on RagSupport-v0 (answer from the prefetched article, single-fact questions): SmolLM2-135M-Instruct + LoRA, "
+        f"{steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} answers, verifier reward; "
+        f"held-out: {eval_episodes} test scenarios, greedy."
+    )
+    try:
+        result = run_demo(config)
+    except (ValueError, ImportError, FileNotFoundError) as exc:
+        raise _fail(str(exc)) from None
+    table = Table(title=f"Held-out RagSupport-v0 ({eval_episodes} test scenarios)")
+    table.add_column("")
+    table.add_column("before (step 0)", justify="right")
+    table.add_column(f"after (step {result.after.step})", justify="right")
+    table.add_row("reward", f"{result.before.reward:.3f}", f"{result.after.reward:.3f}")
+    for name in DEMO_COMPONENTS:
+        table.add_row(f"  {name}", f"{result.before.components[name]:.3f}", f"{result.after.components[name]:.3f}")
+    console.print(table)
+    console.print(
+        f"change in reward: {result.difference:+.3f}, 95% paired bootstrap interval [{result.ci_low:+.3f}, {result.ci_high:+.3f}]; "
+        f"{result.improved} scenarios better, {result.worse} worse"
+    )
+    for question, before, after in result.examples():
+        console.print(f"\n[bold]{question}[/]")
+        console.print(f"  before ({before.reward:.2f}): {before.final_answer!r}", markup=False, highlight=False)
+        console.print(f"  after  ({after.reward:.2f}): {after.final_answer!r}", markup=False, highlight=False)
+    console.print(f"\nplot: {result.plot}; adapters: {config.output_dir}/best, {config.output_dir}/last")
+
+
 @app.command("envs")
 def envs_command() -> None:
     """List the registered environments."""
