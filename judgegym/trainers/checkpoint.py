@@ -16,6 +16,7 @@ import random
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -108,11 +109,22 @@ def prune_checkpoints(folder: str | os.PathLike[str], keep_last: int | None) -> 
     return old
 
 
+def save_pretrained(model: Any, folder: str | os.PathLike[str]) -> None:
+    """``model.save_pretrained(folder)`` without two warnings that say nothing about the run:
+    peft looking for a base-model config beside the embedded GGUF file (there is none; the
+    vocabulary is unchanged) and transformers' deprecation of ``is_gradient_checkpointing``,
+    which peft still reads."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Could not find a config file in")
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
+        model.save_pretrained(str(folder))
+
+
 def save_weights(model: Any, folder: str | os.PathLike[str], tokenizer: Any = None) -> None:
     """A loadable copy of the weights in `folder`: the LoRA adapter of a peft model (load it
     with ``HFAgent(model, adapter=folder)``), else the full model (``HFAgent(folder)``); the
     tokenizer beside it when given."""
-    model.save_pretrained(str(folder))
+    save_pretrained(model, folder)
     if tokenizer is not None:
         tokenizer.save_pretrained(str(folder))
 
@@ -130,7 +142,7 @@ def save_checkpoint(
     target = Path(folder) / f"step-{state.step}"
     with atomic_directory(target) as temp:
         if _is_peft(model):
-            model.save_pretrained(str(temp / "adapter"))
+            save_pretrained(model, temp / "adapter")
         else:
             from safetensors.torch import save_model
 

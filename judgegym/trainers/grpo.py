@@ -619,7 +619,9 @@ class GRPOTrainer:
                 target_modules=config.lora_target_modules,
                 task_type="CAUSAL_LM",
             )
-            model = get_peft_model(model, lora)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")  # peft reads it
+                model = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if config.use_lora:

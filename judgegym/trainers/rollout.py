@@ -113,9 +113,8 @@ class TransformersBackend:
             # KV cache is computed per distinct prompt and copied to every row that shares it.
             cache = self._prefill(unique_ids, unique_mask, source) if len(unique) < len(prompts) and width > 1 else None
             torch.manual_seed(sampling.seed)
-            out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, generation_config=config
-            )
+            prefilled = {_cache_argument(): cache} if cache is not None else {}
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **prefilled)
         new = out.sequences[:, width:]
         # logprobs of every generated position, one (B, V) slice at a time
         logprobs = torch.stack(
@@ -138,7 +137,7 @@ class TransformersBackend:
         out = self.model(
             input_ids=unique_ids[:, :-1].to(self.device), attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
         )
-        cache = out.past_key_values
+        cache = out.cache if hasattr(out, "cache") else out.past_key_values  # renamed in transformers 5
         cache.batch_select_indices(source.to(self.device))
         return cache
 
@@ -229,6 +228,14 @@ def play_groups(
         )
         for i in range(len(envs))
     ]
+
+
+def _cache_argument() -> str:
+    """The name `generate` takes a prefilled KV cache under: ``cache`` in transformers 5,
+    ``past_key_values`` before."""
+    from transformers.generation import utils
+
+    return "cache" if "cache" in getattr(utils, "ALL_CACHE_NAMES", ()) else "past_key_values"
 
 
 def prompt_rows(prompts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:

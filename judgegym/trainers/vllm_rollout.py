@@ -15,6 +15,7 @@ import numpy as np
 
 from ..agents.batching import Sampling
 from ..agents.vllm_agent import import_vllm
+from .checkpoint import save_pretrained
 from .rollout import prompt_rows
 
 LOGPROBS_MODE = "processed_logprobs"
@@ -156,7 +157,7 @@ class VLLMBackend:
 
         adapter_id = next(self._adapter_ids)
         folder = self.adapters_dir / f"adapter-{adapter_id}"
-        model.save_pretrained(str(folder))
+        save_pretrained(model, folder)
         self.lora_request = LoRARequest(f"adapter-{adapter_id}", adapter_id, str(folder))
         for old in self.adapters_dir.iterdir():
             if old != folder:
