@@ -130,3 +130,15 @@ def test_make_judge_specs():
         make_judge("oracle")
     with pytest.raises(ValueError, match="env_id"):
         make_judge("verifier")
+
+
+def test_weighted_sum_specs():
+    judge = make_judge("0.7*verifier + 0.3*ruler:openai/gpt-4o-mini", env_id="RagSupport-v0")
+    assert isinstance(judge, WeightedSum) and judge.weights == {"verifier": 0.7, "ruler:openai/gpt-4o-mini": 0.3}
+    assert isinstance(judge.parts["verifier"], RagVerifier) and judge.relative  # a relative part makes the sum relative
+    assert make_judge("verifier+grounding", env_id="RagSupport-v0").weights == {"verifier": 1.0, "grounding": 1.0}
+    for bad, message in [("x*verifier+grounding", "bad weight"), ("verifier+verifier", "repeated"), ("0.5*+grounding", "bad or")]:
+        with pytest.raises(ValueError, match=message):
+            make_judge(bad, env_id="RagSupport-v0")
+    with pytest.raises(ValueError, match="weights must be >= 0"):
+        make_judge("-1*verifier+grounding", env_id="RagSupport-v0")

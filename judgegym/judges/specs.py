@@ -15,12 +15,14 @@ import gymnasium as gym
 
 from .base import Judge
 
-JUDGE_SPECS = ("verifier", "grounding", "ruler:MODEL", "rubric:MODEL")
+JUDGE_SPECS = ("verifier", "grounding", "ruler:MODEL", "rubric:MODEL", "W*SPEC+W*SPEC (weighted sum)")
 
 
 def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge:
     """Build the judge named by `spec`; `options` go to the judge's constructor (e.g.
     ``api_base``, ``rubric``). Raises ValueError naming the known specs otherwise."""
+    if "+" in spec:
+        return _weighted_sum(spec, env_id=env_id, **options)
     kind, _, model = spec.strip().partition(":")
     if kind == "verifier":
         if env_id is None:
@@ -42,3 +44,21 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
 
         return RubricJudge(model, **options)
     raise ValueError(f"unknown judge {spec!r}; known judges: {', '.join(JUDGE_SPECS)}")
+
+
+def _weighted_sum(spec: str, *, env_id: str | None, **options: Any) -> Judge:
+    """``"0.7*verifier+0.3*grounding"`` (a missing weight is 1) -> `WeightedSum`, each part
+    named by its spec (``verifier/recall`` ...)."""
+    from .combine import WeightedSum
+
+    parts: dict[str, tuple[Judge, float]] = {}
+    for term in spec.split("+"):
+        weight_text, star, part = term.strip().rpartition("*") if "*" in term else ("1", "*", term.strip())
+        try:
+            weight = float(weight_text)
+        except ValueError:
+            raise ValueError(f"bad weight {weight_text!r} in judge spec {spec!r}; write WEIGHT*SPEC, e.g. 0.7*verifier") from None
+        if not part or not star or part in parts:
+            raise ValueError(f"bad or repeated part {term.strip()!r} in judge spec {spec!r}")
+        parts[part] = (make_judge(part, env_id=env_id, **options), weight)
+    return WeightedSum(parts)
