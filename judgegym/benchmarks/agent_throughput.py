@@ -10,6 +10,9 @@ tokenizer is enough: it never stops early, so every row generates exactly `max_t
     python -m judgegym.benchmarks.agent_throughput --save-assets assets/smollm2-135m
     # on a CUDA machine (bf16) and on this CPU (fp32), same episodes:
     python -m judgegym.benchmarks.agent_throughput --assets assets/smollm2-135m --batch 1 16 64
+
+The asset helpers here (`save_assets`, `resolve_assets`, `random_model`, `save_random_model`)
+also serve `train_throughput` and `trainer_vs_trl`.
 """
 
 from __future__ import annotations
@@ -36,15 +39,42 @@ def save_assets(folder: Path) -> Path:
     return folder
 
 
-def random_model(assets: Path, device: str, dtype: str) -> tuple[Any, Any]:
-    """A randomly initialised model with the config in `assets`, and the real tokenizer."""
+TINY_CONFIG: dict[str, Any] = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+}
+"""Config overrides that shrink a Llama-style model to a 2-layer, 64-wide toy (smoke runs)."""
+
+
+def resolve_assets(assets: Path | None, scratch: Path) -> Path:
+    """`assets` if given, else SmolLM2-135M's config and tokenizer written under `scratch`
+    (needs the embedded model: the ``local`` extra)."""
+    return assets if assets is not None else save_assets(scratch / "assets")
+
+
+def random_model(assets: Path, device: str, dtype: str, **overrides: Any) -> tuple[Any, Any]:
+    """A randomly initialised model with the config in `assets` (changed by `overrides`, e.g.
+    `TINY_CONFIG`), and the real tokenizer. The weights are the same on every call."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(0)
-    config = AutoConfig.from_pretrained(assets)
+    config = AutoConfig.from_pretrained(assets, **overrides)
     model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
     return model.to(device).eval(), AutoTokenizer.from_pretrained(assets)
+
+
+def save_random_model(assets: Path, folder: Path, dtype: str, **overrides: Any) -> Path:
+    """`random_model` saved as a transformers folder (weights and tokenizer), for code that
+    loads models by path, such as the GRPO trainer."""
+    model, tokenizer = random_model(assets, "cpu", dtype, **overrides)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 def measure(model: Any, tokenizer: Any, *, batch: int, episodes: int, max_tokens: int, device: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ when a `VLLMBackend` is.
 
 from .advantages import GroupAdvantages, group_advantages
 from .checkpoint import TrainerState, latest_checkpoint, load_checkpoint, save_checkpoint
-from .grpo import DEFAULT_LORA_TARGETS, GRPOConfig, GRPOTrainer, plot_rewards
+from .grpo import DEFAULT_LORA_TARGETS, GRPOConfig, GRPOTrainer, plot_rewards, scenario_seeds
 from .loss import importance_sampling_weights, policy_loss, selective_log_softmax
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, make_envs, play_groups
 from .tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory, env_turns
@@ -36,5 +36,6 @@ __all__ = [
     "plot_rewards",
     "policy_loss",
     "save_checkpoint",
+    "scenario_seeds",
     "selective_log_softmax",
 ]

@@ -269,10 +269,9 @@ class GRPOTrainer:
     # -- public API ---------------------------------------------------------------------
 
     def scenario_seeds(self, cursor: int, count: int) -> list[int]:
-        """The train-split scenario seeds at data-cursor positions ``cursor .. cursor+count-1``:
-        consecutive seeds from ``seed * 1_000_003``, so a JSONL scenario file (picked by
-        ``seed % n``) is walked through in order."""
-        return [(self.config.seed * _SEED_STRIDE + position) % (2**31 - 1) for position in range(cursor, cursor + count)]
+        """The train-split scenario seeds at data-cursor positions ``cursor .. cursor+count-1``
+        (`scenario_seeds` with this run's seed)."""
+        return scenario_seeds(self.config.seed, cursor, count)
 
     def train(self) -> list[dict[str, Any]]:
         """Run steps ``state.step + 1 .. max_steps``; returns the metric records logged."""
@@ -634,6 +633,13 @@ class GRPOTrainer:
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def scenario_seeds(seed: int, cursor: int, count: int) -> list[int]:
+    """The train-split scenario seeds a run with `seed` plays at data-cursor positions
+    ``cursor .. cursor+count-1``: consecutive seeds from ``seed * 1_000_003``, so a JSONL
+    scenario file (picked by ``seed % n``) is walked through in order."""
+    return [(seed * _SEED_STRIDE + position) % (2**31 - 1) for position in range(cursor, cursor + count)]
 
 
 def plot_rewards(metrics_path: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path | None:
