@@ -100,3 +100,17 @@ def test_loaded_model_is_cached_on_cpu(litellm):
     model, tokenizer = load_local_model("smollm2-135m-instruct")
     assert load_local_model("local/smollm2-135m-instruct")[0] is model
     assert model.device.type == "cpu" and tokenizer.chat_template
+
+
+@pytest.mark.slow
+def test_a_bf16_copy_keeps_rotary_frequencies_in_float32():
+    """Casting the embedded model keeps ``inv_freq`` in float32 (as from_pretrained does):
+    bf16 frequencies would rotate every position differently from the float32 model."""
+    import torch
+
+    from judgegym.agents.hf import load_model
+
+    model, _ = load_model("smollm2-135m", torch.bfloat16, fresh=True)
+    frequencies = {name: b.dtype for name, b in model.named_buffers() if name.endswith("inv_freq")}
+    assert frequencies and set(frequencies.values()) == {torch.float32}
+    assert next(model.parameters()).dtype == torch.bfloat16

@@ -104,7 +104,7 @@ def load_model(model: str, dtype: Any, *, fresh: bool = False) -> tuple[Any, Any
 
         if fresh or str(dtype) != "torch.float32":
             loader = LOCAL_MODELS[embedded]
-            return loader.load_model().to(dtype), load_local_tokenizer(embedded)
+            return _cast(loader.load_model(), dtype), load_local_tokenizer(embedded)
         return load_local_model(embedded)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -114,6 +114,17 @@ def load_model(model: str, dtype: Any, *, fresh: bool = False) -> tuple[Any, Any
     except OSError as exc:
         known = ", ".join(sorted(EMBEDDED_ALIASES))
         raise ValueError(f"cannot load model {model!r} ({exc}); give a model folder, a hub id, or an embedded model: {known}") from None
+
+
+def _cast(model: Any, dtype: Any) -> Any:
+    """``model.to(dtype)`` keeping rotary ``inv_freq`` buffers in float32, as
+    ``from_pretrained(dtype=...)`` does (bf16 frequencies shift every position's rotation)."""
+    keep = {name: buffer for name, buffer in model.named_buffers() if name.endswith("inv_freq")}
+    model = model.to(dtype)
+    for name, buffer in keep.items():
+        owner, _, leaf = name.rpartition(".")
+        setattr(model.get_submodule(owner), leaf, buffer)
+    return model
 
 
 def _with_adapter(model: Any, adapter: Path) -> Any:
