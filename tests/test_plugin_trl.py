@@ -20,6 +20,8 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
+from tiny_models import tiny_llama_config  # noqa: E402
+
 from judgegym.agents.base import Agent  # noqa: E402
 from judgegym.envs.rag import RagVerifier  # noqa: E402
 from judgegym.envs.rag.baselines import OracleAgent as RagOracle  # noqa: E402
@@ -396,7 +398,7 @@ def scripted_llama(tokenizer: Any) -> Any:
     """A tiny random Llama whose sampling is replaced by `script`, so rollouts make real tool
     calls; everything else (log-probabilities, loss, optimizer step) is the model's and TRL's."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     class ScriptedLlama(LlamaForCausalLM):
         def generate(self, input_ids: Any, attention_mask: Any = None, generation_config: Any = None, **kwargs: Any) -> Any:
@@ -410,17 +412,7 @@ def scripted_llama(tokenizer: Any) -> Any:
             return torch.cat([input_ids, torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows])], dim=1)
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    config = tiny_llama_config(tokenizer, max_position_embeddings=8192)
     return ScriptedLlama(config)
 
 

@@ -31,25 +31,31 @@ def tiny_tokenizer() -> Any:
     return tokenizer
 
 
-def tiny_llama(tokenizer: Any, seed: int = 0) -> Any:
-    """A 2-layer Llama with a 32-wide residual stream, random weights, fp32, eval mode."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+def tiny_llama_config(tokenizer: Any, max_position_embeddings: int = 4096) -> Any:
+    """The config of a 2-layer Llama with a 32-wide residual stream over `tokenizer`."""
+    from transformers import LlamaConfig
 
-    torch.manual_seed(seed)
-    config = LlamaConfig(
+    return LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=4096,
+        max_position_embeddings=max_position_embeddings,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=tokenizer.bos_token_id,
     )
-    return LlamaForCausalLM(config).eval()
+
+
+def tiny_llama(tokenizer: Any, seed: int = 0) -> Any:
+    """A tiny Llama (`tiny_llama_config`), random weights, fp32, eval mode."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(tiny_llama_config(tokenizer)).eval()
 
 
 def save_tiny_model(folder: Path, seed: int = 0) -> Path:

@@ -133,7 +133,6 @@ def judgegym_config(setup: Setup, output_dir: str | os.PathLike[str]) -> GRPOCon
 def trl_arguments(config: GRPOConfig, output_dir: str | os.PathLike[str]) -> tuple[Any, Any]:
     """TRL's ``GRPOConfig`` and the peft ``LoraConfig`` for the run `config` describes (CPU,
     fp32, one generation of B x G completions per optimizer step)."""
-    from peft import LoraConfig
     from trl import GRPOConfig as TRLConfig
 
     completions = config.scenarios_per_step * config.group_size
@@ -188,14 +187,7 @@ def trl_arguments(config: GRPOConfig, output_dir: str | os.PathLike[str]) -> tup
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    lora = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=config.lora_target_modules,
-        task_type="CAUSAL_LM",
-    )
-    return args, lora
+    return args, config.lora_config()
 
 
 _REPORTED_TRL_ARGUMENTS = frozenset(  # the TRL settings a run records

@@ -192,6 +192,18 @@ class GRPOConfig:
             return self.learning_rate
         return LORA_LEARNING_RATE if self.use_lora else FULL_LEARNING_RATE
 
+    def lora_config(self) -> Any:
+        """The peft ``LoraConfig`` of this run (rank, alpha, dropout, target modules)."""
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.lora_r,
+            lora_alpha=self.lora_alpha,
+            lora_dropout=self.lora_dropout,
+            target_modules=self.lora_target_modules,
+            task_type="CAUSAL_LM",
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-able data (what checkpoints store)."""
         return json.loads(json.dumps(asdict(self), default=str))
@@ -608,16 +620,10 @@ class GRPOTrainer:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         if config.use_lora:
-            from peft import LoraConfig, get_peft_model
+            from peft import get_peft_model
 
             torch.manual_seed(config.seed)  # the adapter's initialisation
-            lora = LoraConfig(
-                r=config.lora_r,
-                lora_alpha=config.lora_alpha,
-                lora_dropout=config.lora_dropout,
-                target_modules=config.lora_target_modules,
-                task_type="CAUSAL_LM",
-            )
+            lora = config.lora_config()
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")  # peft reads it
                 model = get_peft_model(model, lora)
