@@ -305,7 +305,7 @@ def train_command(
 
 @app.command("demo")
 def demo_command(
-    steps: Annotated[int, typer.Option(min=2, help="GRPO steps (B=4 scenarios x G=4 answers each).")] = 20,
+    steps: Annotated[int, typer.Option(min=2, help="GRPO steps (B=4 scenarios x G=4 answers each).")] = 10,
     eval_episodes: Annotated[int, typer.Option(min=2, help="Held-out test scenarios evaluated before and after.")] = 32,
     output_dir: Annotated[Path, typer.Option(help="Metrics, held-out episodes, adapters, reward.png.")] = Path("runs/demo"),
     seed: Annotated[int, typer.Option(help="LoRA init, scenario order and sampling.")] = 0,
@@ -320,7 +320,7 @@ def demo_command(
     config = replace(demo_config(output_dir, steps=steps, eval_episodes=eval_episodes, seed=seed), resume=resume)
     console.print(
         f"GRPO on RagSupport-v0 (answer from the prefetched article, single-fact questions): SmolLM2-135M-Instruct + LoRA, "
-        f"{steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} answers, verifier reward; "
+        f"{steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} answers, reward {config.judge}; "
         f"held-out: {eval_episodes} test scenarios, greedy."
     )
     try:

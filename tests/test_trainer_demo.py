@@ -31,7 +31,8 @@ def tiny_demo(tiny_model, output_dir, **overrides):
 def test_the_demo_config_is_the_documented_shape():
     config = demo.demo_config(steps=20)
     assert config.env_kwargs["max_tool_calls"] == 0 and config.env_kwargs["prefetch_k"] == 1
-    assert config.judge == "verifier" and config.model == "smollm2-135m" and config.max_turns == 1
+    assert config.judge == demo.DEMO_JUDGE == "0.5*verifier+0.5*grounding" and config.eval_judge == "verifier"
+    assert config.model == "smollm2-135m" and config.max_turns == 1
     assert (config.eval_steps, config.max_steps) == (10, 20)
 
 

@@ -4,14 +4,22 @@ RagSupport-v0 questions, and held-out scenarios measure it before and after.
 The full task (search, read, answer, cite) is beyond a 135M model in minutes of CPU time: it
 does not call tools and its sampled answers almost never state the gold fact, so the
 verifier's reward has no spread and GRPO has nothing to learn from. The demo shapes the task,
-not the reward (the env's own `RagVerifier` scores every answer, as in any run):
+and adds a dense term to the reward (the held-out number is the env's own `RagVerifier`):
 
 - answer-only: ``max_tool_calls=0`` offers no tools, ``prefetch_k=1`` puts the best-matching
   article into the question (the agent sees what a perfect first search would return);
-- ``single_fact`` questions only, answered in one short sentence (``max_new_tokens=32``)
-  under a system prompt that shows one example reply with its citation;
-- sampling at temperature 0.7, where the model's replies are coherent enough that some
-  members of a group cite the article or state the fact and others do not.
+- ``single_fact`` questions only, answered in one sentence (``max_new_tokens=32``) built from
+  the article's words;
+- sampling at temperature 0.7, where the model's replies are coherent enough to compare;
+- a training reward that adds the offline `GroundingJudge` to the verifier (half each): the
+  verifier alone is almost always 0 for this model, so groups are flat; grounding gives
+  partial credit to answers made of the article's sentences about the question, the way to
+  the facts the verifier checks. The held-out eval uses the verifier alone.
+
+A first version without the grounding half, and with an example reply in the system prompt,
+taught the model to copy the example's "Question: ... Article: [id]" layout with the real
+article id: citation rose, recall fell to 0, and the verifier's reward still went up (from
+0.06 to 0.14). Keep an eye on the components, not only the reward.
 
 `run_demo` trains, then compares the greedy held-out episodes of step 0 and of the last step
 (the same test-split scenarios) with a paired bootstrap interval of the difference.
@@ -29,27 +37,29 @@ from ..trajectory import Trajectory, read_jsonl
 from .grpo import GRPOConfig, GRPOTrainer
 
 DEMO_SYSTEM_PROMPT = (
-    "You are the customer-support assistant of {company}. Reply with one sentence that states the exact "
-    "figure from the article, followed by the article id in brackets.\n\n"
-    "Example:\n"
-    "Question: How long is the warranty on the Nova 3?\n"
-    "Article: [nova-3-warranty] The Nova 3 comes with a 2-year limited warranty.\n"
-    "Reply: The Nova 3 has a 2-year warranty [nova-3-warranty]."
+    "You are the customer-support assistant of {company}. Answer the customer's question in one sentence, "
+    "using the exact words and figures of the article, then give the article's id in square brackets."
 )
 """The demo's system prompt ("{company}" is filled in by the env)."""
+
+DEMO_JUDGE = "0.5*verifier+0.5*grounding"
+"""The training reward: the env's verifier plus the offline `GroundingJudge`, which gives
+partial credit to answers built from the article's sentences about the question."""
 
 DEMO_COMPONENTS = ("recall", "citation", "grounding")
 """Verifier components the demo reports beside the reward."""
 
 
-def demo_config(output_dir: str | Path = "runs/demo", *, steps: int = 20, eval_episodes: int = 32, seed: int = 0) -> GRPOConfig:
-    """The demo's `GRPOConfig`: B=4 scenarios x G=4 answers per step, LoRA r=16 at learning
-    rate 5e-4, held-out eval of `eval_episodes` test scenarios at step 0, halfway and at the
-    end. See the module docstring for why the task is shaped this way."""
+def demo_config(output_dir: str | Path = "runs/demo", *, steps: int = 10, eval_episodes: int = 32, seed: int = 0) -> GRPOConfig:
+    """The demo's `GRPOConfig`: B=4 scenarios x G=4 answers per step rewarded by `DEMO_JUDGE`,
+    LoRA r=16 at learning rate 5e-4, held-out eval of `eval_episodes` test scenarios by the
+    verifier alone at step 0, halfway and at the end. See the module docstring for why the
+    task is shaped this way."""
     return GRPOConfig(
         env_id="RagSupport-v0",
         env_kwargs={"prefetch_k": 1, "max_tool_calls": 0, "kinds": ["single_fact"], "system_prompt": DEMO_SYSTEM_PROMPT},
-        judge="verifier",
+        judge=DEMO_JUDGE,
+        eval_judge="verifier",
         model="smollm2-135m",
         scenarios_per_step=4,
         group_size=4,
@@ -147,4 +157,4 @@ def _question(trajectory: Trajectory) -> str:
     return first_user.split("\n\n", 1)[0]
 
 
-__all__ = ["DEMO_COMPONENTS", "DEMO_SYSTEM_PROMPT", "DemoResult", "HeldOut", "demo_config", "run_demo"]
+__all__ = ["DEMO_COMPONENTS", "DEMO_JUDGE", "DEMO_SYSTEM_PROMPT", "DemoResult", "HeldOut", "demo_config", "run_demo"]
