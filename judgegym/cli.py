@@ -33,7 +33,9 @@ _COLUMNS = ("recall", "grounding", "citation", "abstained", "format_errors")
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
+    from rich.markup import escape
+
+    console.print(f"[bold red]error:[/] {escape(message)}")  # messages hold literal brackets: 'judgegym[gpu]'
     return typer.Exit(code=2)
 
 

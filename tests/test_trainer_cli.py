@@ -63,3 +63,20 @@ def test_a_config_file_is_not_overridden_by_option_defaults(tmp_path, tiny_model
     result = runner.invoke(app, ["train", "--config", str(tmp_path / "c.json"), "--steps", "3", "--env-arg", "n_worlds=1"])
     assert result.exit_code == 0, result.output
     assert seen["config"].max_steps == 3 and seen["config"].env_kwargs == {"n_products": 20, "n_worlds": 1}
+
+
+def test_errors_keep_their_brackets(tmp_path, monkeypatch):
+    """Error text is printed literally: "pip install 'judgegym[gpu]'" must not lose "[gpu]"
+    to console markup."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_vllm(name, *args, **kwargs):
+        if name == "vllm" or name.startswith("vllm."):
+            raise ImportError("no vllm here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_vllm)
+    result = runner.invoke(app, ["train", "--set", "backend=vllm", "--output-dir", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "judgegym[gpu]" in result.output, result.output
