@@ -19,7 +19,7 @@ import gymnasium as gym
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym import Group
 from judgegym.agents import make_agent
-from judgegym.benchmarks.eval import play_episode
+from judgegym.evaluation import play_episode
 from judgegym.integrations.art import score_art_group, to_art_group
 from judgegym.judges import make_judge
 

@@ -19,8 +19,8 @@ import gymnasium as gym
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym import Group
 from judgegym.agents import make_agent
-from judgegym.benchmarks.eval import play_episode
 from judgegym.envs.rag import RagVerifier
+from judgegym.evaluation import play_episode
 from judgegym.integrations.export import groups_from_dataset, to_dataset, write_chat_jsonl
 
 AGENTS = ["oracle", "search-quote", "unhelpful"]

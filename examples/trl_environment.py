@@ -16,8 +16,8 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
 
 from judgegym.agents.hf import load_model
-from judgegym.agents.local import unmark_quantized
 from judgegym.integrations.trl import JudgeReward, env_dataset, environment_factory
+from judgegym.models import unmark_quantized
 
 
 def main(argv: list[str] | None = None) -> GRPOTrainer:

@@ -14,8 +14,8 @@ from peft import LoraConfig
 from trl import GRPOConfig, GRPOTrainer
 
 from judgegym.agents.hf import load_model
-from judgegym.agents.local import unmark_quantized
 from judgegym.integrations.trl import RAG_SINGLE_TURN_PROMPT, JudgeReward, env_dataset
+from judgegym.models import unmark_quantized
 
 
 def main(argv: list[str] | None = None) -> GRPOTrainer:

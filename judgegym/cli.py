@@ -15,7 +15,7 @@ from rich.table import Table
 
 from . import envs
 from .agents import make_agent
-from .benchmarks.eval import SUCCESS_THRESHOLD, EvalSummary, evaluate, summarize
+from .evaluation import SUCCESS_THRESHOLD, EvalSummary, evaluate, summarize
 from .trajectory import Trajectory
 
 app = typer.Typer(
@@ -219,7 +219,7 @@ def leaderboard_command(
     success_threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Reward counted as a success.")] = SUCCESS_THRESHOLD,
 ) -> None:
     """Build a Markdown leaderboard (agents x envs) and a PNG chart from eval runs."""
-    from .benchmarks.leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
+    from .evaluation.leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
 
     missing = [str(p) for p in runs if not p.is_file()]
     if missing:

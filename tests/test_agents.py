@@ -18,10 +18,10 @@ from tiny_models import save_tiny_model, tiny_llama, tiny_tokenizer
 import judgegym  # noqa: F401
 from judgegym.agents import Agent, make_agent, parse_spec
 from judgegym.agents.batching import BatchedAgent, Generation, Sampling
-from judgegym.agents.chat_format import render_prompt, supports_native_tools, text_messages
 from judgegym.agents.hf import HFAgent
 from judgegym.agents.litellm_agent import LiteLLMAgent
-from judgegym.benchmarks.eval import evaluate
+from judgegym.chat_format import render_prompt, supports_native_tools, text_messages
+from judgegym.evaluation import evaluate
 from judgegym.parsing import HermesParser, parse_action
 
 # -- spec strings -------------------------------------------------------------------------------

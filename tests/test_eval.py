@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import judgegym  # noqa: F401
 from judgegym.agents import Agent, make_agent
-from judgegym.benchmarks.eval import evaluate, load_trajectories, pass_hat_k, summarize
+from judgegym.evaluation import evaluate, load_trajectories, pass_hat_k, summarize
 
 ENV = {"n_products": 20, "n_worlds": 1, "split": "test"}
 

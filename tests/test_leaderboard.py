@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 import judgegym  # noqa: F401
 from judgegym.agents import make_agent
-from judgegym.benchmarks.eval import evaluate
-from judgegym.benchmarks.leaderboard import leaderboard_markdown, summarize_runs
 from judgegym.cli import app
+from judgegym.evaluation import evaluate
+from judgegym.evaluation.leaderboard import leaderboard_markdown, summarize_runs
 
 ENV = {"n_products": 20, "n_worlds": 1, "split": "test"}
 

@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
 
-from judgegym.agents.local import LOCAL_MODELS, load_local_model, register_local_provider  # noqa: E402
+from judgegym.models import LOCAL_MODELS, load_local_model, register_local_provider  # noqa: E402
 
 MODEL = "local/smollm2-135m-instruct"
 QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]

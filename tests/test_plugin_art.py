@@ -23,8 +23,8 @@ from openai_stub import StubServer
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym import Group, Message, TerminationReason, Trajectory
 from judgegym.agents import make_agent
-from judgegym.benchmarks.eval import play_episode
 from judgegym.envs.rag import RagVerifier
+from judgegym.evaluation import play_episode
 from judgegym.integrations.art import from_art_group, from_art_trajectory, score_art_group, to_art_group, to_art_trajectory
 from judgegym.judges import Judge, JudgeScore, RulerJudge
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from judgegym import Group, Message, TerminationReason, Trajectory
 from judgegym.agents import make_agent
-from judgegym.benchmarks.eval import play_episode
 from judgegym.envs.rag import RagVerifier
+from judgegym.evaluation import play_episode
 from judgegym.integrations.export import (
     COLUMNS,
     groups_from_dataset,

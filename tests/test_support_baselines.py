@@ -11,9 +11,9 @@ import pytest
 
 import judgegym  # noqa: F401
 from judgegym.agents import make_agent
-from judgegym.benchmarks.eval import play_episode
 from judgegym.envs.support import KINDS
 from judgegym.envs.support.baselines import BASELINES, OracleAgent, PolicySupportAgent, UnhelpfulAgent
+from judgegym.evaluation import play_episode
 
 
 def play(agent, seeds, kind=None, split="test"):

@@ -14,10 +14,10 @@ from gymnasium.wrappers.vector import DictInfoToList
 from test_support_db import USER_SCENARIO
 
 from judgegym import TerminationReason, Trajectory
-from judgegym.benchmarks.eval import play_episode
 from judgegym.envs import GroupVectorEnv
 from judgegym.envs.support import KINDS, STOP_TOKEN, CustomerSupportEnv, ScenarioError, ScenarioFileError, SupportScenario, SupportVerifier
 from judgegym.envs.support.baselines import OracleAgent
+from judgegym.evaluation import play_episode
 
 TOOLS = {
     "find_customer",

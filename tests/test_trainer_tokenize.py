@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiny_models import CHAT_TEMPLATE, tiny_llama, tiny_tokenizer
 
-from judgegym.agents.chat_format import render_prompt, text_messages
+from judgegym.chat_format import render_prompt, text_messages
 from judgegym.trainers.tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory, env_turns
 from judgegym.trajectory import Message
 
@@ -51,7 +51,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def smol():
-    from judgegym.agents.local import load_local_tokenizer
+    from judgegym.models import load_local_tokenizer
 
     return load_local_tokenizer("smollm2-135m-instruct")
 

@@ -15,8 +15,8 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from ..chat_format import render_prompt
 from .base import Action, Agent, sampling_seed
-from .chat_format import render_prompt
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,11 @@ be loaded on top.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from ..models.embedded import load_model, unmark_quantized
 from .batching import BatchedAgent, Generation, Sampling
-from .local import LOCAL_MODELS, unmark_quantized
-
-EMBEDDED_ALIASES = {"smollm2-135m": "smollm2-135m-instruct", "smollm2-135m-instruct": "smollm2-135m-instruct"}
-"""Short names of the embedded models (`judgegym.agents.local.LOCAL_MODELS`) for ``hf:NAME``."""
 
 
 class HFAgent(BatchedAgent):
@@ -95,38 +91,6 @@ class HFAgent(BatchedAgent):
         return generations
 
 
-def load_model(model: str, dtype: Any, *, fresh: bool = False) -> tuple[Any, Any]:
-    """(model, tokenizer): an embedded model from its GGUF, else `from_pretrained`. `fresh`
-    loads a private copy (an adapter modifies the model it wraps)."""
-    embedded = EMBEDDED_ALIASES.get(model)
-    if embedded is not None:
-        from .local import load_local_model, load_local_tokenizer
-
-        if fresh or str(dtype) != "torch.float32":
-            loader = LOCAL_MODELS[embedded]
-            return _cast(loader.load_model(), dtype), load_local_tokenizer(embedded)
-        return load_local_model(embedded)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        return AutoModelForCausalLM.from_pretrained(model, dtype=dtype), AutoTokenizer.from_pretrained(model)
-    except OSError as exc:
-        known = ", ".join(sorted(EMBEDDED_ALIASES))
-        raise ValueError(f"cannot load model {model!r} ({exc}); give a model folder, a hub id, or an embedded model: {known}") from None
-
-
-def _cast(model: Any, dtype: Any) -> Any:
-    """``model.to(dtype)`` keeping rotary ``inv_freq`` buffers in float32, as
-    ``from_pretrained(dtype=...)`` does (bf16 frequencies shift every position's rotation)."""
-    keep = {name: buffer for name, buffer in model.named_buffers() if name.endswith("inv_freq")}
-    model = model.to(dtype)
-    for name, buffer in keep.items():
-        owner, _, leaf = name.rpartition(".")
-        setattr(model.get_submodule(owner), leaf, buffer)
-    return model
-
-
 def _with_adapter(model: Any, adapter: Path) -> Any:
     if not (adapter / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{adapter} is not a LoRA adapter folder (no adapter_config.json)")
@@ -136,4 +100,4 @@ def _with_adapter(model: Any, adapter: Path) -> Any:
     return PeftModel.from_pretrained(model, str(adapter))
 
 
-__all__ = ["EMBEDDED_ALIASES", "HFAgent", "load_model"]
+__all__ = ["HFAgent"]

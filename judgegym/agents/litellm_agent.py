@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from ..chat_format import text_messages
 from ..judges.llm import JudgeLLM, import_litellm
 from .base import Action, Agent, sampling_seed
-from .chat_format import text_messages
 
 ToolFormat = Literal["auto", "native", "text"]
 

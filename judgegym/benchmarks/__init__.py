@@ -1,15 +1,3 @@
-"""Benchmarks: the eval runner, leaderboards, the judge-agreement benchmark, throughput."""
-
-from .eval import SUCCESS_THRESHOLD, EvalRun, EvalSummary, bootstrap_ci, evaluate, load_trajectories, pass_hat_k, play_episode, summarize
-
-__all__ = [
-    "SUCCESS_THRESHOLD",
-    "EvalRun",
-    "EvalSummary",
-    "bootstrap_ci",
-    "evaluate",
-    "load_trajectories",
-    "pass_hat_k",
-    "play_episode",
-    "summarize",
-]
+"""Benchmarks: speed and peer-comparison scripts (env, agent and trainer throughput, judgegym
+against TRL) and the judge-agreement benchmark. Each is runnable as ``python -m
+judgegym.benchmarks.NAME``; the eval runner they use lives in `judgegym.evaluation`."""

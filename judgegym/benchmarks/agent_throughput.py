@@ -28,7 +28,7 @@ from typing import Any
 
 def save_assets(folder: Path) -> Path:
     """Write SmolLM2-135M-Instruct's config and tokenizer (from the embedded GGUF) to `folder`."""
-    from ..agents.local import load_local_model
+    from ..models import load_local_model
 
     model, tokenizer = load_local_model("smollm2-135m-instruct")
     config = model.config.to_dict()

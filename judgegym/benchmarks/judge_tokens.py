@@ -29,7 +29,7 @@ def proxy_tokens(text: str) -> int:
 
 def smollm2_counter() -> Callable[[str], int]:
     """Token counts with the embedded SmolLM2-135M-Instruct tokenizer."""
-    from ..agents.local import load_local_tokenizer
+    from ..models import load_local_tokenizer
 
     tokenizer = load_local_tokenizer("smollm2-135m-instruct")
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])

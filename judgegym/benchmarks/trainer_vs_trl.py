@@ -366,8 +366,7 @@ def _prepare(model: str, tiny: bool, assets: str | None, folder: str) -> dict[st
         return {"folder": folder}
     import torch
 
-    from ..agents.hf import load_model
-    from ..agents.local import unmark_quantized
+    from ..models import load_model, unmark_quantized
 
     loaded, tokenizer = load_model(model, torch.float32, fresh=True)
     unmark_quantized(loaded)  # saved as plain weights, not as a GGUF-quantized model
@@ -400,9 +399,8 @@ def _run_trl(setup: Setup, scratch: Path) -> dict[str, Any]:
     from transformers.trainer_callback import PrinterCallback
     from trl import GRPOTrainer as TRLTrainer
 
-    from ..agents.hf import load_model
-    from ..agents.local import unmark_quantized
     from ..integrations.trl import JudgeReward, env_dataset
+    from ..models import load_model, unmark_quantized
     from ..trainers.grpo import scenario_seeds
 
     config = judgegym_config(setup, scratch / "unused")

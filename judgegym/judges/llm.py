@@ -158,7 +158,7 @@ class JudgeLLM:
                 return ({"role": "assistant", "content": hit} if isinstance(hit, str) else dict(hit)), usage
         litellm = import_litellm()
         if self.model.startswith("local/"):
-            from ..agents.local import register_local_provider
+            from ..models import register_local_provider
 
             register_local_provider()
         try:

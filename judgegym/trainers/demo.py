@@ -116,7 +116,7 @@ class DemoResult:
 def run_demo(config: GRPOConfig | None = None) -> DemoResult:
     """Train with `config` (default `demo_config()`), then compare the held-out episodes of
     step 0 and of the last step (read back from ``output_dir/eval``)."""
-    from ..benchmarks.eval import bootstrap_ci
+    from ..evaluation import bootstrap_ci
 
     config = config or demo_config()
     if not config.eval_steps:

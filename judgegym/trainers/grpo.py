@@ -390,7 +390,7 @@ class GRPOTrainer:
         ``eval/<metric>``, the mean of each judge component and episode counter (e.g.
         ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``."""
         from ..agents.hf import HFAgent
-        from ..benchmarks.eval import evaluate, summarize
+        from ..evaluation import evaluate, summarize
 
         config = self.config
         agent = HFAgent(
@@ -611,8 +611,7 @@ class GRPOTrainer:
         return backend
 
     def _load_model(self) -> tuple[Any, Any]:
-        from ..agents.hf import load_model
-        from ..agents.local import unmark_quantized
+        from ..models import load_model, unmark_quantized
 
         config = self.config
         model, tokenizer = load_model(config.model, self.dtype, fresh=True)

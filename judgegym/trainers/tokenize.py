@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgegym.agents.chat_format import render_prompt
+from judgegym.chat_format import render_prompt
 
 _SENTINEL = "JUDGEGYM_ASSISTANT_TURN_7f3a"
 """Stand-in assistant content used to find where the template closes an assistant turn."""
@@ -214,7 +214,7 @@ class EpisodeTokenizer:
 
 
 def render_chat(tokenizer: Any, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None, *, generation_prompt: bool) -> str:
-    """`judgegym.agents.chat_format.render_prompt`, with chat template failures as `TemplateError`."""
+    """`judgegym.chat_format.render_prompt`, with chat template failures as `TemplateError`."""
     try:
         return render_prompt(tokenizer, messages, list(tools or []) or None, generation_prompt=generation_prompt)
     except Exception as exc:  # jinja raises whatever the template author chose

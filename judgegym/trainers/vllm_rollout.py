@@ -185,15 +185,14 @@ def _sampled(completion: Any) -> tuple[list[int], list[float]]:
 def _servable_model(model: str, folder: Path, dtype: str) -> str:
     """What vLLM should load: `model` itself, or for an embedded model a safetensors folder
     written once (reused when it is there, e.g. on resume)."""
-    from ..agents.hf import EMBEDDED_ALIASES
+    from ..models import EMBEDDED_ALIASES
 
     if model not in EMBEDDED_ALIASES:
         return model
     if not (folder / "config.json").is_file():
         import torch
 
-        from ..agents.hf import load_model
-        from ..agents.local import unmark_quantized
+        from ..models import load_model, unmark_quantized
         from .checkpoint import atomic_directory, remove_temp_dirs
 
         remove_temp_dirs(folder.parent)  # an export a crash cut short

