@@ -10,12 +10,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import envs
 from .agents import make_agent
 from .evaluation import SUCCESS_THRESHOLD, EvalSummary, evaluate, summarize
+from .progress import RunProgress
 from .trajectory import Trajectory
 
 app = typer.Typer(
@@ -23,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: rich's would show "<bool>" on every flag and eat "[default: ...]" as markup
 )
 console = Console()
 if not console.is_terminal:  # piped or captured output: don't squash the table into 80 columns
@@ -33,8 +36,6 @@ _COLUMNS = ("recall", "grounding", "citation", "abstained", "format_errors")
 
 
 def _fail(message: str) -> typer.Exit:
-    from rich.markup import escape
-
     console.print(f"[bold red]error:[/] {escape(message)}")  # messages hold literal brackets: 'judgegym[gpu]'
     return typer.Exit(code=2)
 
@@ -52,45 +53,105 @@ def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
     return kwargs
 
 
-def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> None:
+def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> int:
+    """Make the env once to check its options; returns how many user scenarios it loaded (0: generated)."""
     import gymnasium as gym
+
+    from .jsonl import ScenarioFileError
 
     if env_id.removeprefix("judgegym:") not in envs.ENVIRONMENTS:
         raise _fail(f"unknown env {env_id!r}; judgegym envs: {', '.join(envs.ENVIRONMENTS)}")
     try:
-        gym.make(env_id, **env_kwargs).close()
+        env = gym.make(env_id, **env_kwargs)
+    except ScenarioFileError as exc:
+        raise _fail(f"bad scenario file: {exc}") from None
     except (TypeError, ValueError, FileNotFoundError) as exc:
-        raise _fail(f"cannot make {env_id} with {env_kwargs}: {exc}") from None
+        options = ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items())
+        raise _fail(f"cannot make {env_id}" + (f" with {options}" if options else "") + f": {exc}") from None
+    loaded = len(getattr(env.unwrapped, "user_scenarios", None) or [])
+    env.close()
+    return loaded
 
 
-@app.command("eval")
+def _env_of_run(path: Path, env_id: str | None) -> tuple[str, dict[str, Any]]:
+    """(env id, env options) of the training run at `path` (its folder or config.json); `env_id`
+    is the --env given, if any, which must agree."""
+    config_path = path / "config.json" if path.is_dir() else path
+    if not config_path.is_file():
+        raise _fail(f"{path} is not a training run (no config.json; runs written by judgegym train or demo have one)")
+    try:
+        config = json.loads(config_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise _fail(f"{config_path} is not valid JSON: {exc}") from None
+    run_env = str(config.get("env_id") or env_id or "RagSupport-v0")
+    if env_id is not None and run_env != env_id.removeprefix("judgegym:"):
+        raise _fail(f"--env {env_id} contradicts the run's env {run_env} ({config_path}); drop one")
+    env_kwargs = dict(config.get("env_kwargs") or {})
+    if "max_turns" in config:
+        env_kwargs.setdefault("max_turns", config["max_turns"])
+    return run_env, env_kwargs
+
+
+@app.command("eval", short_help="Play agents on an env; reward with CI, success, pass^k.")
 def eval_command(
-    env: Annotated[str, typer.Option("--env", help="Environment id, e.g. RagSupport-v0.")] = "RagSupport-v0",
+    env: Annotated[str | None, typer.Option("--env", metavar="ID", help="Environment id [default: RagSupport-v0].")] = None,
     agent: Annotated[
         list[str] | None,
-        typer.Option("--agent", help="Agent spec (a baseline name, hf:MODEL[+ADAPTER], vllm:MODEL, litellm:MODEL); repeatable."),
+        typer.Option(
+            "--agent", metavar="SPEC", help="Agent spec (a baseline name, hf:MODEL[+ADAPTER], vllm:MODEL, litellm:MODEL); repeatable."
+        ),
     ] = None,
-    episodes: Annotated[int, typer.Option(min=1, help="Scenarios per agent (seeds SEED .. SEED+N-1).")] = 50,
-    trials: Annotated[int, typer.Option(min=1, help="Attempts per scenario (pass^k is reported for k up to this).")] = 1,
-    split: Annotated[str, typer.Option(help="Scenario split: train or test.")] = "test",
-    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
-    judge: Annotated[str, typer.Option(help="Pointwise judge spec: verifier (the env's), grounding, rubric:MODEL.")] = "verifier",
-    scenarios: Annotated[Path | None, typer.Option(help="JSONL file of your own scenarios (replaces the split).")] = None,
-    env_arg: Annotated[list[str] | None, typer.Option("--env-arg", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once (a model agent batches their turns).")] = 8,
-    success_threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Reward counted as a success.")] = SUCCESS_THRESHOLD,
+    episodes: Annotated[int, typer.Option(metavar="N", min=1, help="Scenarios per agent (seeds SEED .. SEED+N-1).")] = 50,
+    trials: Annotated[int, typer.Option(metavar="K", min=1, help="Attempts per scenario (pass^k is reported for k up to this).")] = 1,
+    split: Annotated[str | None, typer.Option(metavar="NAME", help="Scenario split: train or test [default: test].")] = None,
+    seed: Annotated[int, typer.Option(metavar="INT", help="First seed.")] = 0,
+    judge: Annotated[
+        str, typer.Option(metavar="SPEC", help="Pointwise judge spec: verifier (the env's), grounding, rubric:MODEL.")
+    ] = "verifier",
+    scenarios: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="JSONL file of your own scenarios (replaces the split; seed s plays line s mod N).")
+    ] = None,
+    from_run: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="A training run's folder (or its config.json): play its env with its env options, e.g. the demo's shaped task.",
+        ),
+    ] = None,
+    env_arg: Annotated[
+        list[str] | None, typer.Option("--env-arg", metavar="KEY=VALUE", help="Extra env keyword KEY=VALUE (JSON values), repeatable.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(metavar="N", min=1, help="Episodes played at once (a model agent batches their turns).")] = 8,
+    success_threshold: Annotated[
+        float, typer.Option(metavar="X", min=0.0, max=1.0, help="Reward counted as a success.")
+    ] = SUCCESS_THRESHOLD,
     out: Annotated[
-        Path | None, typer.Option(help="Append trajectories here (JSONL) as they finish; a rerun skips the episodes already in it.")
+        Path | None,
+        typer.Option(metavar="FILE", help="Append trajectories here (JSONL) as they finish; a rerun skips the episodes already in it."),
     ] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the summaries as JSON.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Also write the summaries as JSON.")] = None,
 ) -> None:
     """Play agents on an env; print reward (95% bootstrap CI), success, pass^k, turns, tools, tokens."""
-    env_kwargs = {"split": split, **_parse_env_args(env_arg or [])}
+    env_kwargs: dict[str, Any] = {}
+    if from_run is not None:
+        env, env_kwargs = _env_of_run(from_run, env)
+    env = env or "RagSupport-v0"
     if scenarios is not None:
         if not scenarios.exists():
             raise _fail(f"scenario file {scenarios} does not exist")
         env_kwargs["scenarios"] = str(scenarios)
-    _check_env(env, env_kwargs)
+    if scenarios is None or split is not None:
+        env_kwargs["split"] = split or "test"
+    env_kwargs.update(_parse_env_args(env_arg or []))
+    loaded = _check_env(env, env_kwargs)
+    source = f"{env_kwargs.get('split', 'test')} split"
+    if scenarios is not None:
+        source = f"{scenarios}: {loaded} scenario{'s' * (loaded != 1)}"
+        if episodes > loaded:
+            console.print(
+                f"[yellow]{scenarios} holds {loaded} scenario{'s' * (loaded != 1)}: {episodes} episodes replay them "
+                f"(seed s plays scenario s mod {loaded}); use --trials for repeated attempts[/]"
+            )
     if judge != "verifier":
         _check_judge(env, judge, env_kwargs)
     try:
@@ -98,22 +159,20 @@ def eval_command(
     except (ValueError, ImportError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from None
     summaries: list[EvalSummary] = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("reward {task.fields[reward]:.3f}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
-        for player in agents:
-            task = progress.add_task(f"{player.name} on {env}", total=episodes * trials, reward=0.0)
-            total = [0.0, 0]
+    for player in agents:
+        total, rewards = episodes * trials, [0.0, 0]
+        with RunProgress(total, label=f"{player.name} on {env}", console=console) as progress:
+            progress.phase("episodes")
 
-            def advance(t: Trajectory, task: Any = task, total: list[Any] = total) -> None:
-                total[0] += t.reward or 0.0
-                total[1] += 1
-                progress.update(task, advance=1, reward=total[0] / total[1])
+            def advance(
+                t: Trajectory, progress: RunProgress = progress, rewards: list[Any] = rewards, total: int = total, name: str = player.name
+            ) -> None:
+                rewards[0] += t.reward or 0.0
+                rewards[1] += 1
+                done = rewards[1]
+                progress.update(done, note=f"reward {rewards[0] / done:.3f}")
+                if not progress.live and (done == total or done % max(1, total // 4) == 0):
+                    progress.line(f"{name} on {env}: {done}/{total} episodes, mean reward {rewards[0] / done:.3f}")
 
             try:
                 run = asyncio.run(
@@ -134,14 +193,14 @@ def eval_command(
                 raise _fail(str(exc)) from None
             finally:
                 player.close()
-            if run.resumed:
-                console.print(f"{player.name}: {run.resumed} episodes taken from {out}")
-            for s, trial, error in run.failed[:5]:
-                console.print(f"[yellow]{player.name}: episode seed={s} trial={trial} failed: {error}[/]")
-            if not run.trajectories:
-                raise _fail(f"{player.name}: every episode failed ({len(run.failed)}); nothing to summarise")
-            summaries.append(summarize(run.trajectories, success_threshold=success_threshold, failed=len(run.failed)))
-    console.print(summary_table(summaries))
+        if run.resumed:
+            console.print(f"{player.name}: {run.resumed} episodes taken from {out}")
+        for s, trial, error in run.failed[:5]:
+            console.print(f"[yellow]{player.name}: episode seed={s} trial={trial} failed: {escape(error)}[/]")
+        if not run.trajectories:
+            raise _fail(f"{player.name}: every episode failed ({len(run.failed)}); nothing to summarise")
+        summaries.append(summarize(run.trajectories, success_threshold=success_threshold, failed=len(run.failed)))
+    console.print(summary_table(summaries, source=source))
     breakdown = breakdown_table(summaries)
     if breakdown is not None:
         console.print(breakdown)
@@ -167,13 +226,15 @@ def _check_judge(env_id: str, spec: str, env_kwargs: dict[str, Any]) -> None:
         )
 
 
-def summary_table(summaries: list[EvalSummary]) -> Table:
-    """A rich table: one row per agent, reward with CI, success, pass^k, tool use, tokens."""
+def summary_table(summaries: list[EvalSummary], source: str | None = None) -> Table:
+    """A rich table: one row per agent, reward with CI, success, pass^k, tool use, tokens.
+    `source` names where the scenarios came from (default: the split)."""
     first = summaries[0]
     max_k = max(s.trials for s in summaries)
     pass_columns = sorted({1, max_k}) if max_k > 1 else []
     trials = f" x {first.trials} trials" if first.trials > 1 else ""
-    table = Table(title=f"{first.env_id} ({first.split} split, {first.scenarios} scenarios{trials} per agent)")
+    played = f"{first.scenarios} scenarios{trials}, {first.episodes} episodes per agent"
+    table = Table(title=f"{first.env_id} ({source or first.split + ' split'}; {played})")
     success = f"success (>={first.success_threshold:g})"
     for header in ["agent", "reward (95% CI)", success, *[f"pass^{k}" for k in pass_columns], "turns", "tool calls", "tool err", "tokens"]:
         table.add_column(header, justify="left" if header == "agent" else "right", no_wrap=True)
@@ -209,14 +270,18 @@ def breakdown_table(summaries: list[EvalSummary]) -> Table | None:
     return table
 
 
-@app.command("leaderboard")
+@app.command("leaderboard", short_help="Build a Markdown leaderboard and chart from eval runs.")
 def leaderboard_command(
-    runs: Annotated[list[Path], typer.Argument(help="Trajectory JSONL files written by judgegym eval --out.")],
-    out: Annotated[Path, typer.Option(help="Markdown file to write.")] = Path("leaderboard.md"),
-    chart: Annotated[Path | None, typer.Option(help="PNG chart to write (default: OUT with .png).")] = None,
-    title: Annotated[str, typer.Option(help="Title of the table and chart.")] = "judgegym leaderboard",
-    preamble: Annotated[str, typer.Option(help="Markdown put under the title (e.g. how to regenerate).")] = "",
-    success_threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Reward counted as a success.")] = SUCCESS_THRESHOLD,
+    runs: Annotated[
+        list[Path], typer.Argument(metavar="RUNS...", help="Trajectory JSONL files written by judgegym eval --out.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(metavar="FILE", help="Markdown file to write.")] = Path("leaderboard.md"),
+    chart: Annotated[Path | None, typer.Option(metavar="FILE", help="PNG chart to write (default: OUT with .png).")] = None,
+    title: Annotated[str, typer.Option(metavar="TEXT", help="Title of the table and chart.")] = "judgegym leaderboard",
+    preamble: Annotated[str, typer.Option(metavar="TEXT", help="Markdown put under the title (e.g. how to regenerate).")] = "",
+    success_threshold: Annotated[
+        float, typer.Option(metavar="X", min=0.0, max=1.0, help="Reward counted as a success.")
+    ] = SUCCESS_THRESHOLD,
 ) -> None:
     """Build a Markdown leaderboard (agents x envs) and a PNG chart from eval runs."""
     from .evaluation.leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
@@ -236,31 +301,38 @@ def leaderboard_command(
     console.print(f"{len(summaries)} runs -> {out} and {chart}")
 
 
-@app.command("train")
+@app.command("train", short_help="Train a policy with GRPO, rewarded by a judge.")
 def train_command(
-    env: Annotated[str | None, typer.Option("--env", help="Environment id to train on [default: RagSupport-v0].")] = None,
+    env: Annotated[str | None, typer.Option("--env", metavar="ID", help="Environment id to train on [default: RagSupport-v0].")] = None,
     model: Annotated[
-        str | None, typer.Option(help="Policy: smollm2-135m (embedded), a transformers folder, or a hub id [default: smollm2-135m].")
+        str | None,
+        typer.Option(metavar="MODEL", help="Policy: smollm2-135m (embedded), a transformers folder, or a hub id [default: smollm2-135m]."),
     ] = None,
     judge: Annotated[
-        str | None, typer.Option(help="Training judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL [default: verifier].")
+        str | None,
+        typer.Option(metavar="SPEC", help="Training judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL [default: verifier]."),
     ] = None,
-    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps [default: 100].")] = None,
+    steps: Annotated[int | None, typer.Option(metavar="N", min=1, help="Optimizer steps [default: 100].")] = None,
     output_dir: Annotated[
-        Path | None, typer.Option(help="Metrics, checkpoints, best/ and last/ adapters, reward.png [default: runs/grpo].")
+        Path | None, typer.Option(metavar="DIR", help="Metrics, checkpoints, best/ and last/ adapters, reward.png [default: runs/grpo].")
     ] = None,
-    env_arg: Annotated[list[str] | None, typer.Option("--env-arg", help="Env keyword KEY=VALUE (JSON values), repeatable.")] = None,
-    config: Annotated[Path | None, typer.Option(help="JSON file of GRPOConfig fields (options given here override it).")] = None,
+    env_arg: Annotated[
+        list[str] | None, typer.Option("--env-arg", metavar="KEY=VALUE", help="Env keyword KEY=VALUE (JSON values), repeatable.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="JSON file of GRPOConfig fields (options given here override it).")
+    ] = None,
     set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Any GRPOConfig field as KEY=VALUE (JSON values), e.g. --set group_size=4.")
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Any GRPOConfig field as KEY=VALUE (JSON values), e.g. --set group_size=4."),
     ] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint in OUTPUT_DIR.")] = False,
-    show_config: Annotated[bool, typer.Option(help="Print every GRPOConfig field with its help and exit.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in OUTPUT_DIR.")] = False,
+    show_config: Annotated[bool, typer.Option("--show-config", help="Print every GRPOConfig field with its help and exit.")] = False,
 ) -> None:
     """Train a policy with GRPO on an env, rewarded by a judge (docs/trainer.md)."""
     from dataclasses import fields
 
-    from .trainers import GRPOConfig, GRPOTrainer
+    from .trainers import GRPOConfig
 
     if show_config:
         defaults = GRPOConfig()
@@ -292,8 +364,8 @@ def train_command(
         raise _fail(str(exc)) from None
     _check_env(train_config.env_id, dict(train_config.env_kwargs))
     try:
-        trainer = GRPOTrainer(train_config)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+        trainer = _load_trainer(train_config)
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as exc:
         raise _fail(str(exc)) from None
     records = trainer.train()
     last = next((r for r in reversed(records) if r.get("reward") is not None), None)
@@ -305,13 +377,13 @@ def train_command(
     console.print(f"metrics, checkpoints and adapters in {train_config.output_dir}")
 
 
-@app.command("demo")
+@app.command("demo", short_help="GRPO on the embedded model on CPU: held-out reward before and after.")
 def demo_command(
-    steps: Annotated[int, typer.Option(min=2, help="GRPO steps (B=4 scenarios x G=4 answers each).")] = 10,
-    eval_episodes: Annotated[int, typer.Option(min=2, help="Held-out test scenarios evaluated before and after.")] = 32,
-    output_dir: Annotated[Path, typer.Option(help="Metrics, held-out episodes, adapters, reward.png.")] = Path("runs/demo"),
-    seed: Annotated[int, typer.Option(help="LoRA init, scenario order and sampling.")] = 0,
-    resume: Annotated[bool, typer.Option(help="Continue an interrupted demo from its newest checkpoint.")] = False,
+    steps: Annotated[int, typer.Option(metavar="N", min=2, help="GRPO steps (B=4 scenarios x G=4 answers each).")] = 10,
+    eval_episodes: Annotated[int, typer.Option(metavar="N", min=2, help="Held-out test scenarios evaluated before and after.")] = 32,
+    output_dir: Annotated[Path, typer.Option(metavar="DIR", help="Metrics, held-out episodes, adapters, reward.png.")] = Path("runs/demo"),
+    seed: Annotated[int, typer.Option(metavar="INT", help="LoRA init, scenario order and sampling.")] = 0,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted demo from its newest checkpoint.")] = False,
 ) -> None:
     """Train the embedded SmolLM2-135M on RagSupport-v0 with GRPO + LoRA on CPU and show the
     held-out reward before and after (docs/trainer.md#the-cpu-demo)."""
@@ -322,18 +394,19 @@ def demo_command(
     config = replace(demo_config(output_dir, steps=steps, eval_episodes=eval_episodes, seed=seed), resume=resume)
     console.print(
         f"GRPO on RagSupport-v0 (answer from the prefetched article, single-fact questions): SmolLM2-135M-Instruct + LoRA, "
-        f"{steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} answers, reward {config.judge}; "
-        f"held-out: {eval_episodes} test scenarios, greedy."
+        f"{steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} answers, train reward {config.judge}; "
+        f"held-out: {config.eval_episodes} test scenarios, greedy, reward {config.eval_judge}."
     )
     try:
-        result = run_demo(config)
-    except (ValueError, ImportError, FileNotFoundError) as exc:
+        trainer = _load_trainer(config)
+        result = run_demo(trainer=trainer)
+    except (ValueError, ImportError, FileNotFoundError, FileExistsError) as exc:
         raise _fail(str(exc)) from None
-    table = Table(title=f"Held-out RagSupport-v0 ({eval_episodes} test scenarios)")
+    table = Table(title=f"Held-out RagSupport-v0 ({config.eval_episodes} test scenarios)")
     table.add_column("")
     table.add_column("before (step 0)", justify="right")
     table.add_column(f"after (step {result.after.step})", justify="right")
-    table.add_row("reward", f"{result.before.reward:.3f}", f"{result.after.reward:.3f}")
+    table.add_row(f"reward ({config.eval_judge})", f"{result.before.reward:.3f}", f"{result.after.reward:.3f}")
     for name in DEMO_COMPONENTS:
         table.add_row(f"  {name}", f"{result.before.components[name]:.3f}", f"{result.after.components[name]:.3f}")
     console.print(table)
@@ -342,26 +415,50 @@ def demo_command(
         f"{result.improved} scenarios better, {result.worse} worse"
     )
     for question, before, after in result.examples():
-        console.print(f"\n[bold]{question}[/]")
+        console.print(f"\n{question}", markup=False, highlight=False, style="bold")
         console.print(f"  before ({before.reward:.2f}): {before.final_answer!r}", markup=False, highlight=False)
         console.print(f"  after  ({after.reward:.2f}): {after.final_answer!r}", markup=False, highlight=False)
-    console.print(f"\nplot: {result.plot}; adapters: {config.output_dir}/best, {config.output_dir}/last")
+    out = config.output_dir
+    console.print(
+        f"\nplot: {result.plot} (train reward: {config.judge}; held-out reward: {config.eval_judge})\n"
+        f"adapters: {out}/best (best held-out reward), {out}/last\n"
+        f"re-evaluate an adapter on this shaped task: judgegym eval --from-run {out} "
+        f"--agent 'hf:smollm2-135m+{out}/last?max_tokens={config.max_new_tokens}' --episodes {config.eval_episodes} --concurrency 16",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
-@app.command("envs")
+def _load_trainer(config: Any) -> Any:
+    """A `GRPOTrainer` for `config`, loading under a spinner in a terminal, after a line elsewhere."""
+    from .trainers import GRPOTrainer
+
+    what = f"loading {config.model}, the envs and the judge"
+    if console.is_terminal:
+        with console.status(what):
+            return GRPOTrainer(config)
+    console.print(f"{what} ...", markup=False, highlight=False)
+    console.file.flush()
+    return GRPOTrainer(config)
+
+
+@app.command("envs", short_help="List the registered environments.")
 def envs_command() -> None:
     """List the registered environments."""
     for env_id, entry_point in envs.ENVIRONMENTS.items():
         console.print(f"{env_id}\t{entry_point}")
 
 
-@app.command("bench")
+@app.command("bench", short_help="Time env reset and step: medians and p99.")
 def bench_command(
-    env: Annotated[str, typer.Option("--env", help="Environment id.")] = "RagSupport-v0",
-    n_products: Annotated[int, typer.Option(help="RagSupport-v0: products per world (2000 gives over 10,000 documents).")] = 2000,
-    episodes: Annotated[int, typer.Option(min=10, help="Timed episodes.")] = 1000,
-    agent: Annotated[str, typer.Option(help="Other envs: the scripted baseline that plays.")] = "oracle",
-    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON.")] = None,
+    env: Annotated[str, typer.Option("--env", metavar="ID", help="Environment id.")] = "RagSupport-v0",
+    n_products: Annotated[
+        int, typer.Option(metavar="N", help="RagSupport-v0: products per world (2000 gives over 10,000 documents).")
+    ] = 2000,
+    episodes: Annotated[int, typer.Option(metavar="N", min=10, help="Timed episodes.")] = 1000,
+    agent: Annotated[str, typer.Option(metavar="SPEC", help="Other envs: the scripted baseline that plays.")] = "oracle",
+    json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Also write the figures as JSON.")] = None,
 ) -> None:
     """Time reset and step: medians and p99 (RagSupport-v0 also times the rank-bm25 peer)."""
     from .benchmarks.throughput import bench_env, bench_steps
@@ -395,28 +492,30 @@ def bench_command(
         json_out.write_text(json.dumps(result, indent=2))
 
 
-@app.command("judge-bench")
+@app.command("judge-bench", short_help="Measure how well a judge ranks answers of known quality.")
 def judge_bench_command(
-    groups: Annotated[Path | None, typer.Option("--groups", help="JSONL file of labelled groups (format: docs/judge-bench.md).")] = None,
+    groups: Annotated[
+        Path | None, typer.Option("--groups", metavar="FILE", help="JSONL file of labelled groups (format: docs/judge-bench.md).")
+    ] = None,
     generate: Annotated[
-        int | None, typer.Option("--generate", min=1, help="Generate N labelled groups from the env's test scenarios.")
+        int | None, typer.Option("--generate", metavar="N", min=1, help="Generate N labelled groups from the env's test scenarios.")
     ] = None,
-    env: Annotated[str, typer.Option("--env", help="Environment id (scenarios, and the verifier's env).")] = "RagSupport-v0",
-    judge: Annotated[str, typer.Option("--judge", help="Judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = ("verifier"),
-    model: Annotated[str | None, typer.Option("--model", help="Model of an LLM judge: --judge ruler --model M.")] = None,
-    api_base: Annotated[str | None, typer.Option("--api-base", help="Endpoint of an LLM judge's model.")] = None,
+    env: Annotated[str, typer.Option("--env", metavar="ID", help="Environment id (scenarios, and the verifier's env).")] = "RagSupport-v0",
+    judge: Annotated[str, typer.Option("--judge", metavar="SPEC", help="Judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = (
+        "verifier"
+    ),
+    model: Annotated[str | None, typer.Option("--model", metavar="MODEL", help="Model of an LLM judge: --judge ruler --model M.")] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model.")] = None,
     group_size: Annotated[
-        int | None, typer.Option("--group-size", min=2, max=8, help="Responses per generated group (default: all 8).")
+        int | None, typer.Option("--group-size", metavar="G", min=2, max=8, help="Responses per generated group (default: all 8).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="First scenario seed; also seeds subsets and shuffles.")] = 0,
-    concurrency: Annotated[int, typer.Option(min=1, help="Groups scored at once.")] = 8,
-    save: Annotated[Path | None, typer.Option("--save", help="Write the groups here (JSONL, external format).")] = None,
+    seed: Annotated[int, typer.Option(metavar="INT", help="First scenario seed; also seeds subsets and shuffles.")] = 0,
+    concurrency: Annotated[int, typer.Option(metavar="N", min=1, help="Groups scored at once.")] = 8,
+    save: Annotated[Path | None, typer.Option("--save", metavar="FILE", help="Write the groups here (JSONL, external format).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
     """Measure how well a judge orders responses of known quality: pairwise accuracy, Kendall
     tau, top-1 accuracy, position and length bias."""
-    from rich.markup import escape
-
     from .benchmarks.judge_bench import (
         GroupFileError,
         GroupScores,

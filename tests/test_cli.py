@@ -109,3 +109,35 @@ def test_eval_refuses_relative_judges_and_bad_agent_options():
     assert result.exit_code == 2 and "relative judge" in result.output
     result = runner.invoke(app, ["eval", "--episodes", "1", "--agent", "hf:smollm2-135m?temprature=0.5"])
     assert result.exit_code == 2 and "unknown option(s) temprature" in result.output
+
+
+def _scenario_line(scenario_id: str, **overrides) -> str:
+    scenario = {
+        "id": scenario_id,
+        "question": "How long is the Kettle warranty?",
+        "gold_facts": ["2 years"],
+        "reference_answer": "The Kettle has a 2 years warranty [kettle].",
+        "supporting_doc_ids": ["kettle"],
+        "documents": [{"id": "kettle", "title": "Kettle warranty", "text": "The Kettle has a 2 years warranty."}],
+        **overrides,
+    }
+    return json.dumps(scenario)
+
+
+def test_eval_on_a_scenario_file_names_it_and_says_when_it_replays(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(_scenario_line("k1") + "\n")
+    result = runner.invoke(app, ["eval", "--scenarios", str(path), "--agent", "oracle", "--episodes", "3"])
+    assert result.exit_code == 0, result.output
+    assert "test split" not in result.output
+    assert f"{path}: 1 scenario; 1 scenarios x 3 trials, 3 episodes per agent" in " ".join(result.output.split())
+    assert "holds 1 scenario: 3 episodes replay them" in " ".join(result.output.split())
+
+
+def test_a_bad_scenario_file_error_names_the_line_and_no_unasked_split(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(_scenario_line("k1") + "\n" + _scenario_line("k2", gold_facts="two years") + "\n")
+    result = runner.invoke(app, ["eval", "--scenarios", str(path), "--episodes", "1"])
+    assert result.exit_code == 2
+    assert f"bad scenario file: {path}, line 2: field 'gold_facts'" in " ".join(result.output.split())
+    assert "split" not in result.output

@@ -56,7 +56,7 @@ LAYERS = [
     {"envs"},
     {"judges"},
     {"models", "chat_format"},
-    {"trajectory", "tools", "parsing", "spaces", "jsonl"},
+    {"trajectory", "tools", "parsing", "spaces", "jsonl", "progress"},
 ]
 # Deliberate exceptions (docs/architecture.md): scripted baselines implement the Agent protocol.
 ALLOWED_UPWARD = {("envs", "agents.base")}

@@ -3,12 +3,14 @@ held-out evals read back and compared scenario by scenario."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
 
 from judgegym.cli import app
+from judgegym.evaluation import load_trajectories
 from judgegym.trainers import demo
 
 pytestmark = pytest.mark.slow
@@ -61,3 +63,29 @@ def test_the_demo_command_prints_before_and_after(tmp_path, tiny_model, monkeypa
     assert result.exit_code == 0, result.output
     for text in ("before (step 0)", "after (step 2)", "recall", "citation", "paired bootstrap interval", "reward.png"):
         assert text in result.output, text
+    # Not a terminal: a plain line per phase, step and eval, as they happen.
+    lines = result.output.splitlines()
+    assert any(line.startswith("loading ") for line in lines)
+    for pattern in (
+        r"\[\d+:\d\d\] eval before training: held-out reward \d\.\d{3}",
+        r"\[\d+:\d\d\] step 1/2: reward .*s/step, about \d+:\d\d left",
+    ):
+        assert any(re.match(pattern, line) for line in lines), pattern
+    assert [line for line in lines if "eval after training: held-out reward" in line]
+    # The closing line's command re-evaluates the adapter on the shaped task it was trained on.
+    command = next(line for line in lines if line.startswith("re-evaluate an adapter")).split(": ", 1)[1]
+    assert command.startswith("judgegym eval --from-run ")
+
+
+def test_eval_from_run_plays_the_runs_env_options(tmp_path, tiny_model):
+    out = tmp_path / "demo"
+    demo.run_demo(tiny_demo(tiny_model, out))
+    episodes = tmp_path / "episodes.jsonl"
+    result = CliRunner().invoke(app, ["eval", "--from-run", str(out), "--agent", "unhelpful", "--episodes", "2", "--out", str(episodes)])
+    assert result.exit_code == 0, result.output
+    trajectories = load_trajectories(episodes)
+    shaped = demo.DEMO_SYSTEM_PROMPT.split("{company}")[1]
+    assert len(trajectories) == 2 and all(t.messages[0].content.endswith(shaped) for t in trajectories)
+    assert all(t.info["env_args"]["prefetch_k"] == 1 for t in trajectories)
+    result = CliRunner().invoke(app, ["eval", "--from-run", str(out), "--env", "Summarize-v0", "--agent", "unhelpful"])
+    assert result.exit_code == 2 and "contradicts the run's env RagSupport-v0" in result.output

@@ -17,6 +17,7 @@ SUCCESS_THRESHOLD = 0.8
 """An episode succeeds when its reward is at least this (the verifiers' scale: a complete,
 correct, policy-abiding episode scores 1, one with a real flaw scores below 0.8)."""
 
+
 def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean (degenerate when there is no spread)."""
     data = np.asarray(values, dtype=float)
@@ -85,10 +86,10 @@ def summarize(trajectories: Sequence[Trajectory], *, success_threshold: float = 
     keys = sorted({k for t in trajectories for k in t.metrics})
     components = {k: float(np.mean([t.metrics[k] for t in trajectories if k in t.metrics])) for k in keys}
     kinds: dict[str, list[float]] = {}
-    per_task: dict[tuple[str, int | None], list[bool]] = {}
+    per_task: dict[str, list[bool]] = {}  # a task is a scenario: replays of one scenario (a small file) are trials of it
     for t, r in zip(trajectories, rewards, strict=True):
         kinds.setdefault(str(t.info.get("task", {}).get("kind", "all")), []).append(r)
-        per_task.setdefault((t.scenario_id, t.seed), []).append(r >= success_threshold)
+        per_task.setdefault(t.scenario_id, []).append(r >= success_threshold)
     min_trials = min(len(v) for v in per_task.values())
     counts = [(len(v), sum(v)) for v in per_task.values()]
     tool_calls = sum(t.metrics.get("tool_calls", 0.0) for t in trajectories)

@@ -59,21 +59,9 @@ class GGUFLoader:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
         from transformers import AutoModelForCausalLM
-        from transformers import modeling_gguf_pytorch_utils as gguf_utils
-        from transformers.utils import logging as hf_logging
 
-        # Loading shows two per-tensor progress bars, which would flood eval and training output.
-        bar, bars_on = getattr(gguf_utils, "tqdm", None), hf_logging.is_progress_bar_enabled()
-        if bar is not None:
-            gguf_utils.tqdm = functools.partial(bar, disable=True)
-        hf_logging.disable_progress_bar()
-        try:
+        with _no_progress_bars():
             model = AutoModelForCausalLM.from_pretrained(self.folder(), gguf_file=self.gguf_file, dtype=getattr(torch, self.dtype))
-        finally:
-            if bar is not None:
-                gguf_utils.tqdm = bar
-            if bars_on:
-                hf_logging.enable_progress_bar()
         return model.to("cpu").eval()
 
 
@@ -148,6 +136,26 @@ def _tokenizer(name: str) -> Any:
 
 
 @contextlib.contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Loading shows per-tensor progress bars (and, from GGUF, two more), which would flood
+    eval and training output and logs; hide them while loading, then restore."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    bar, bars_on = getattr(gguf_utils, "tqdm", None), hf_logging.is_progress_bar_enabled()
+    if bar is not None:
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
+        if bars_on:
+            hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
 def _gguf_parsed_once() -> Iterator[None]:
     """Speed-up only: while loading, transformers parses the GGUF file three times (tokenizer,
     config, weights) and rebuilds gguf's tensor-name map once per module; share one parse per
@@ -193,7 +201,8 @@ def load_model(model: str, dtype: Any, *, fresh: bool = False) -> tuple[Any, Any
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        return AutoModelForCausalLM.from_pretrained(model, dtype=dtype), AutoTokenizer.from_pretrained(model)
+        with _no_progress_bars():
+            return AutoModelForCausalLM.from_pretrained(model, dtype=dtype), AutoTokenizer.from_pretrained(model)
     except OSError as exc:
         known = ", ".join(sorted(EMBEDDED_ALIASES))
         raise ValueError(f"cannot load model {model!r} ({exc}); give a model folder, a hub id, or an embedded model: {known}") from None

@@ -113,15 +113,16 @@ class DemoResult:
         return [(_question(b), b, a) for b, a in pairs[:n] if (a.reward or 0) > (b.reward or 0)]
 
 
-def run_demo(config: GRPOConfig | None = None) -> DemoResult:
-    """Train with `config` (default `demo_config()`), then compare the held-out episodes of
-    step 0 and of the last step (read back from ``output_dir/eval``)."""
+def run_demo(config: GRPOConfig | None = None, *, trainer: GRPOTrainer | None = None) -> DemoResult:
+    """Train with `config` (default `demo_config()`; or the given `trainer`, already loaded),
+    then compare the held-out episodes of step 0 and of the last step (read back from
+    ``output_dir/eval``)."""
     from ..evaluation import bootstrap_ci
 
-    config = config or demo_config()
+    config = trainer.config if trainer is not None else config or demo_config()
     if not config.eval_steps:
         raise ValueError("the demo compares held-out evals: eval_steps must be > 0")
-    trainer = GRPOTrainer(config)
+    trainer = trainer or GRPOTrainer(config)
     history = trainer.train()
     before, after = _held_out(trainer.output_dir, 0), _held_out(trainer.output_dir, config.max_steps)
     keys = [(t.scenario_id, t.seed) for t in before.trajectories]

@@ -13,7 +13,7 @@ import random
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +23,8 @@ import torch
 
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
-from ..trajectory import Group, write_jsonl
+from ..progress import RunProgress, format_seconds
+from ..trajectory import Group, Trajectory, write_jsonl
 from .advantages import ScaleRewards, group_advantages
 from .checkpoint import (
     TrainerState,
@@ -241,8 +242,9 @@ class GRPOTrainer:
     backend are loaded here, and the backend is given the current weights; `train` runs the
     remaining steps. ``config.backend="vllm"`` without vLLM installed raises ImportError
     before anything is loaded. Files under ``output_dir``: ``metrics.jsonl`` (one JSON object
-    per step, see docs/trainer.md), ``checkpoints/step-N/``, ``best/`` and ``last/``
-    (loadable weights), ``reward.png`` (and ``vllm/`` with the vLLM backend).
+    per step, see docs/trainer.md), ``config.json`` (the run's `GRPOConfig`),
+    ``checkpoints/step-N/``, ``best/`` and ``last/`` (loadable weights), ``eval/step-N.jsonl``
+    (held-out episodes), ``reward.png`` (and ``vllm/`` with the vLLM backend).
     """
 
     def __init__(self, config: GRPOConfig, *, judge: Judge | None = None, backend: RolloutBackend | None = None):
@@ -275,6 +277,8 @@ class GRPOTrainer:
         """The episodes of the latest step (judged trajectories replace the unscored ones)."""
         self.resumed_from: Path | None = None
         self._prepare_output()
+        # The run's settings beside its adapters: `judgegym eval --from-run DIR` plays the same env with them.
+        (self.output_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8")
         self.backend: RolloutBackend = backend or self._make_backend()
         self.backend.sync_weights(self.model)  # a resumed model differs from the weights the backend started with
 
@@ -286,32 +290,34 @@ class GRPOTrainer:
         return scenario_seeds(self.config.seed, cursor, count)
 
     def train(self) -> list[dict[str, Any]]:
-        """Run steps ``state.step + 1 .. max_steps``; returns the metric records logged."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        """Run steps ``state.step + 1 .. max_steps``; returns the metric records logged.
 
+        Progress goes to stdout: in a terminal a bar labelled with the phase (eval before
+        training, step k/N, eval at step k), elsewhere one line per step (reward, s/step,
+        time left) and per held-out eval."""
         config = self.config
         writer = self._tensorboard()
-        columns = (
-            TextColumn("[bold]GRPO"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("reward {task.fields[reward]}"),
-            TextColumn("{task.fields[step_time]} s/step"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-        )
+        done_before = self.state.step
         try:
-            with Progress(*columns) as progress:
-                task = progress.add_task("train", total=config.max_steps, completed=self.state.step, reward="-", step_time="-")
+            with RunProgress(config.max_steps, label="GRPO", completed=self.state.step) as progress:
                 if self.state.step == 0 and config.eval_steps:
-                    self._log({"step": 0, **self._evaluate_and_keep_best()}, writer)
+                    self._log({"step": 0, **self._evaluate_and_keep_best(progress)}, writer)
                 while self.state.step < config.max_steps:
+                    progress.phase(f"step {self.state.step + 1}/{config.max_steps}: sampling, judging, updating")
                     record = self.train_step()
                     step = self.state.step
+                    left = (config.max_steps - step) * progress.elapsed / max(1, step - done_before)
+                    progress.update(step, note=f"reward {_fmt(record.get('reward'))}, {record['step_time_s']:.1f} s/step")
+                    if not progress.live:
+                        progress.line(
+                            f"step {step}/{config.max_steps}: reward {_fmt(record.get('reward'))}, loss {_fmt(record.get('loss'))}, "
+                            f"{record['step_time_s']:.1f} s/step, about {format_seconds(left)} left"
+                        )
                     if config.eval_steps and (step % config.eval_steps == 0 or step == config.max_steps):
-                        record.update(self._evaluate_and_keep_best())
+                        record.update(self._evaluate_and_keep_best(progress))
                     self._log(record, writer)  # before the checkpoint: a crash in between re-runs this step
                     if config.save_steps and step % config.save_steps == 0:
+                        progress.phase(f"step {step}/{config.max_steps}: saving a checkpoint")
                         save_checkpoint(
                             self.checkpoints_dir,
                             model=self.model,
@@ -321,13 +327,13 @@ class GRPOTrainer:
                             config=config.to_dict(),
                         )
                         prune_checkpoints(self.checkpoints_dir, config.keep_last)
-                    progress.update(task, completed=step, reward=_fmt(record.get("reward")), step_time=f"{record['step_time_s']:.1f}")
+                progress.phase("saving the last adapter and the plot")
+                with atomic_directory(self.output_dir / "last") as folder:
+                    save_weights(self.model, folder, self.tokenizer)
+                plot_rewards(self.metrics_path, self.output_dir / "reward.png", train_judge=config.judge, eval_judge=config.eval_judge)
         finally:
             if writer is not None:
                 writer.close()
-        with atomic_directory(self.output_dir / "last") as folder:
-            save_weights(self.model, folder, self.tokenizer)
-        plot_rewards(self.metrics_path, self.output_dir / "reward.png")
         return self.history
 
     def train_step(self) -> dict[str, Any]:
@@ -383,12 +389,13 @@ class GRPOTrainer:
         record["step_time_s"] = finished - started
         return record
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, on_episode: Callable[[Trajectory], None] | None = None) -> dict[str, float]:
         """Held-out eval of the current policy: ``eval_episodes`` greedy episodes of
         ``eval_split`` scored by ``eval_judge``; returns ``eval/reward`` (mean),
         ``eval/success`` (share at or above the success threshold), ``eval/failed`` and
         ``eval/<metric>``, the mean of each judge component and episode counter (e.g.
-        ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``."""
+        ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``;
+        `on_episode` is called with each as it finishes."""
         from ..agents.hf import HFAgent
         from ..evaluation import evaluate, summarize
 
@@ -405,7 +412,13 @@ class GRPOTrainer:
         concurrency = min(config.eval_episodes, 16)
         run = run_sync(
             evaluate(
-                config.env_id, agent, episodes=config.eval_episodes, env_kwargs=env_kwargs, judge=config.eval_judge, concurrency=concurrency
+                config.env_id,
+                agent,
+                episodes=config.eval_episodes,
+                env_kwargs=env_kwargs,
+                judge=config.eval_judge,
+                concurrency=concurrency,
+                on_episode=on_episode,
             )
         )
         if not run.trajectories:
@@ -518,16 +531,31 @@ class GRPOTrainer:
 
     # -- eval, logging, files -----------------------------------------------------------
 
-    def _evaluate_and_keep_best(self) -> dict[str, float]:
-        started = time.perf_counter()
-        metrics = self.evaluate()
+    def _evaluate_and_keep_best(self, progress: RunProgress | None = None) -> dict[str, float]:
+        config, step, started = self.config, self.state.step, time.perf_counter()
+        name = "eval before training" if step == 0 else "eval after training" if step == config.max_steps else f"eval at step {step}"
+        finished = [0]
+
+        def advance(_: Trajectory) -> None:
+            finished[0] += 1
+            if progress is not None:
+                progress.phase(f"{name}: {finished[0]}/{config.eval_episodes} episodes")
+
+        if progress is not None:
+            progress.phase(f"{name}: 0/{config.eval_episodes} episodes")
+        metrics = self.evaluate(on_episode=advance)
         reward = metrics["eval/reward"]
         if self.state.best_eval_reward is None or reward > self.state.best_eval_reward:
-            self.state.best_eval_reward, self.state.best_step = reward, self.state.step
+            self.state.best_eval_reward, self.state.best_step = reward, step
             with atomic_directory(self.output_dir / "best") as folder:
                 save_weights(self.model, folder, self.tokenizer)
-                (folder / "eval.json").write_text(json.dumps({"step": self.state.step, **metrics}), encoding="utf-8")
+                (folder / "eval.json").write_text(json.dumps({"step": step, **metrics}), encoding="utf-8")
         metrics["timing/eval_s"] = time.perf_counter() - started
+        if progress is not None:
+            progress.line(
+                f"{name}: held-out reward {reward:.3f} ({config.eval_judge}, {config.eval_episodes} {config.eval_split} episodes, "
+                f"{metrics['timing/eval_s']:.0f} s)"
+            )
         return metrics
 
     def _log(self, record: dict[str, Any], writer: Any) -> None:
@@ -627,7 +655,12 @@ class GRPOTrainer:
                 warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")  # peft reads it
                 model = get_peft_model(model, lora)
         if config.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            # transformers 5 renamed it activation checkpointing (the old name warns); 4.x has only the old one.
+            enable = getattr(model, "activation_checkpointing_enable", None)
+            if enable is not None:
+                enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if config.use_lora:
                 model.enable_input_require_grads()  # frozen embeddings: give checkpointed blocks an input with grad
         return model.to(self.device), tokenizer
@@ -647,9 +680,20 @@ def scenario_seeds(seed: int, cursor: int, count: int) -> list[int]:
     return [(seed * _SEED_STRIDE + position) % (2**31 - 1) for position in range(cursor, cursor + count)]
 
 
-def plot_rewards(metrics_path: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path | None:
-    """Plot train reward per step and eval reward at eval steps from a metrics.jsonl file;
-    returns the PNG's path (None when there is nothing to plot)."""
+def plot_rewards(
+    metrics_path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    train_judge: str | None = None,
+    eval_judge: str | None = None,
+    title: str | None = None,
+) -> Path | None:
+    """Plot the train reward per step and the held-out reward at eval steps from a
+    metrics.jsonl file; returns the PNG's path (None when there is nothing to plot).
+
+    The legend names each series' judge: the train reward and the held-out reward often
+    come from different judges (e.g. a shaped ``0.5*verifier+0.5*grounding`` against the
+    verifier alone), so their levels are not comparable, only their trends."""
     path = Path(metrics_path)
     if not path.exists():
         return None
@@ -665,13 +709,16 @@ def plot_rewards(metrics_path: str | os.PathLike[str], out: str | os.PathLike[st
 
     figure, axes = plt.subplots(figsize=(7, 4))
     if train:
-        axes.plot(*zip(*train, strict=True), label="train reward", linewidth=1)
+        label = "train reward (mean of the step's groups)" + (f", judge {train_judge}" if train_judge else "")
+        axes.plot(*zip(*train, strict=True), label=label, linewidth=1)
     if held_out:
-        axes.plot(*zip(*held_out, strict=True), "o-", label="eval reward")
-    axes.set_xlabel("step")
-    axes.set_ylabel("reward")
+        label = "held-out reward (greedy)" + (f", judge {eval_judge}" if eval_judge else "")
+        axes.plot(*zip(*held_out, strict=True), "o-", label=label)
+    axes.set_title(title or f"GRPO reward per step ({path.parent.name})")
+    axes.set_xlabel("optimizer step")
+    axes.set_ylabel("mean reward (0 to 1)")
     axes.grid(alpha=0.3)
-    axes.legend()
+    axes.legend(fontsize="small")
     figure.tight_layout()
     figure.savefig(out, dpi=120)
     plt.close(figure)
