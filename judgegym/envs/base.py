@@ -64,7 +64,8 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
     `default_judge`, and may override `_on_text` (e.g. a simulated user replying).
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    """``render_fps``: Gymnasium's checker wants a rate; a chat has none (one frame per step)."""
 
     def __init__(
         self,
@@ -98,6 +99,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         self.action_space = ChatAction()
         self._episode: Episode | None = None
         self._messages: list[Message] = []
+        self._rendered = 0  # messages already printed in "human" mode
         self._observation: list[dict[str, Any]] = []
         self._done = False
         self._seed: int | None = None
@@ -142,10 +144,12 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         self._seed = scenario_seed
         self._episode = self._start(scenario_seed, dict(options or {}))
         self._episode.tools.max_output_chars = self.max_tool_output_chars
-        self._messages, self._observation = [], []
+        self._messages, self._observation, self._rendered = [], [], 0
         for message in self._episode.messages:
             self._append(message)
         self._done = False
+        if self.render_mode == "human":
+            self.render()
         self._counters = {"turns": 0, "tool_calls": 0, "tool_errors": 0, "format_errors": 0}
         info = {
             "scenario_id": self._episode.scenario_id,
@@ -190,12 +194,18 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         return self._finish(reason)
 
     def render(self) -> str | None:
-        """ "ansi": the conversation as text; "human": print it."""
-        text = "\n".join(_render_message(m) for m in self._messages)
+        """ "ansi": the conversation so far as text. "human": print the messages not printed
+        yet (called by `reset` and `step` themselves, so the conversation unfolds once); None.
+        Without a render mode: None (Gymnasium's contract), nothing printed."""
         if self.render_mode == "human":
-            print(text)
+            fresh = self._messages[self._rendered :]
+            self._rendered = len(self._messages)
+            if fresh:
+                print("\n".join(_render_message(m) for m in fresh), flush=True)
             return None
-        return text
+        if self.render_mode == "ansi":
+            return "\n".join(_render_message(m) for m in self._messages)
+        return None
 
     # -- internals ----------------------------------------------------------------------
 
