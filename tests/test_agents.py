@@ -200,14 +200,18 @@ def test_hf_agent_sampling_is_seeded_by_trial():
 def test_hf_agent_loads_a_model_folder_and_a_lora_adapter(tmp_path):
     from peft import LoraConfig, get_peft_model
 
+    from judgegym.models import peft_quietly
+
     folder = save_tiny_model(tmp_path / "base")
     tokenizer = tiny_tokenizer()
-    peft_model = get_peft_model(tiny_llama(tokenizer), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    with peft_quietly():
+        peft_model = get_peft_model(tiny_llama(tokenizer), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
     with torch.no_grad():  # a trained adapter: B is no longer zero
         for name, param in peft_model.named_parameters():
             if "lora_B" in name:
                 param.normal_(0, 2.0)
-    peft_model.save_pretrained(tmp_path / "adapter")
+    with peft_quietly():
+        peft_model.save_pretrained(tmp_path / "adapter")
     base = make_agent(f"hf:{folder}?device=cpu&max_tokens=12")
     tuned = make_agent(f"hf:{folder}+{tmp_path / 'adapter'}?device=cpu&max_tokens=12")
     assert tuned.name.endswith("/adapter?device=cpu&max_tokens=12")

@@ -460,7 +460,7 @@ def _train(tmp_path: Path, tokenizer: Any, **trainer_kwargs: Any) -> tuple[Any, 
         report_to="none",
         use_cpu=True,
         bf16=False,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,  # transformers 5 name; the old one warns
         seed=0,
         **config,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..models.embedded import load_model, unmark_quantized
+from ..models.embedded import load_model, peft_quietly, unmark_quantized
 from .batching import BatchedAgent, Generation, Sampling
 
 
@@ -97,7 +97,8 @@ def _with_adapter(model: Any, adapter: Path) -> Any:
     from peft import PeftModel
 
     unmark_quantized(model)
-    return PeftModel.from_pretrained(model, str(adapter))
+    with peft_quietly():
+        return PeftModel.from_pretrained(model, str(adapter))
 
 
 __all__ = ["HFAgent"]

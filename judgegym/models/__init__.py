@@ -11,6 +11,7 @@ from .embedded import (
     load_local_model,
     load_local_tokenizer,
     load_model,
+    peft_quietly,
     unmark_quantized,
 )
 from .provider import DEFAULT_MAX_TOKENS, JSON_INSTRUCTION, PROVIDER, generate, register_local_provider
@@ -28,6 +29,7 @@ __all__ = [
     "load_local_model",
     "load_local_tokenizer",
     "load_model",
+    "peft_quietly",
     "register_local_provider",
     "unmark_quantized",
 ]

@@ -10,6 +10,7 @@ import functools
 import importlib.util
 import os
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,16 @@ def _tokenizer(name: str) -> Any:
 
 
 @contextlib.contextmanager
+def peft_quietly() -> Iterator[None]:
+    """Around peft calls (wrapping, loading or saving an adapter): peft still reads
+    transformers 5's deprecated ``is_gradient_checkpointing``, a FutureWarning about peft's
+    code that the caller can do nothing about; everything else still warns."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
+        yield
+
+
+@contextlib.contextmanager
 def _no_progress_bars() -> Iterator[None]:
     """Loading shows per-tensor progress bars (and, from GGUF, two more), which would flood
     eval and training output and logs; hide them while loading, then restore."""
@@ -229,5 +240,6 @@ __all__ = [
     "load_local_model",
     "load_local_tokenizer",
     "load_model",
+    "peft_quietly",
     "unmark_quantized",
 ]

@@ -113,10 +113,11 @@ def save_pretrained(model: Any, folder: str | os.PathLike[str]) -> None:
     """``model.save_pretrained(folder)`` without two warnings that say nothing about the run:
     peft looking for a base-model config beside the embedded GGUF file (there is none; the
     vocabulary is unchanged) and transformers' deprecation of ``is_gradient_checkpointing``,
-    which peft still reads."""
-    with warnings.catch_warnings():
+    which peft still reads (`peft_quietly`)."""
+    from ..models import peft_quietly
+
+    with warnings.catch_warnings(), peft_quietly():
         warnings.filterwarnings("ignore", message="Could not find a config file in")
-        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
         model.save_pretrained(str(folder))
 
 

@@ -331,6 +331,7 @@ class GRPOTrainer:
                 with atomic_directory(self.output_dir / "last") as folder:
                     save_weights(self.model, folder, self.tokenizer)
                 plot_rewards(self.metrics_path, self.output_dir / "reward.png", train_judge=config.judge, eval_judge=config.eval_judge)
+                progress.phase("done")
         finally:
             if writer is not None:
                 writer.close()
@@ -639,7 +640,7 @@ class GRPOTrainer:
         return backend
 
     def _load_model(self) -> tuple[Any, Any]:
-        from ..models import load_model, unmark_quantized
+        from ..models import load_model, peft_quietly, unmark_quantized
 
         config = self.config
         model, tokenizer = load_model(config.model, self.dtype, fresh=True)
@@ -651,8 +652,7 @@ class GRPOTrainer:
 
             torch.manual_seed(config.seed)  # the adapter's initialisation
             lora = config.lora_config()
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")  # peft reads it
+            with peft_quietly():
                 model = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             # transformers 5 renamed it activation checkpointing (the old name warns); 4.x has only the old one.
@@ -716,7 +716,9 @@ def plot_rewards(
         axes.plot(*zip(*held_out, strict=True), "o-", label=label)
     axes.set_title(title or f"GRPO reward per step ({path.parent.name})")
     axes.set_xlabel("optimizer step")
-    axes.set_ylabel("mean reward (0 to 1)")
+    axes.set_ylabel("mean reward")
+    values = [r for _, r in train + held_out]
+    axes.set_ylim(min(0.0, *values) - 0.02, max(1.0, *values) + 0.02)  # judges score in [0, 1]: show the whole scale
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
     figure.tight_layout()
