@@ -1,8 +1,9 @@
 """Scripted Summarize baselines with no LLM: a floor, a lexical lead baseline and a ceiling.
 
 They exercise the whole loop (listing, reading, judging) and bound what a model should
-score: `unhelpful` is the floor, `oracle` (which reads the gold data) the ceiling, and `lead`
-the classic news-summarisation baseline (the opening sentences of each section).
+score: `unhelpful` is the floor, `oracle` (which reads the whole document like a careful agent,
+then gives the gold summary) the ceiling, and `lead` the classic news-summarisation baseline
+(the opening sentences of each section).
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ _LISTED_ID = re.compile(r"^\[([^\]\s]+)\] ", re.MULTILINE)
 _WORD_LIMIT = re.compile(r"at most (\d+) words")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CONTINUED = re.compile(r"\n\n\[Part \d+ of \d+ follows[^\n]*\]$")
+_PART = re.compile(r"\[(?P<id>[^\]\n]+)\] [^\n]*? \(part (?P<part>\d+) of (?P<of>\d+)\)\n")  # a read_section header
 
 
-def _calls(name: str, arguments: list[dict[str, Any]]) -> dict[str, Any]:
-    """One assistant turn calling `name` once per arguments dict."""
+def _calls(observation: list[dict[str, Any]], name: str, arguments: list[dict[str, Any]]) -> dict[str, Any]:
+    """One assistant turn calling `name` once per arguments dict (call ids unique over the episode)."""
+    made = sum(m["role"] == "tool" for m in observation)
     return {
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": f"call_{name}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            {"id": f"call_{made + i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
             for i, args in enumerate(arguments)
         ],
     }
@@ -48,11 +51,13 @@ class LeadAgent(Agent):
     async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
         listing = _results(observation, "list_sections")
         if not listing:
-            return _calls("list_sections", [{}])
+            return _calls(observation, "list_sections", [{}])
         reads = _results(observation, "read_section")
         if not reads:
             ids = _LISTED_ID.findall(listing[-1])[: self.max_reads]
-            return _calls("read_section", [{"section_id": i} for i in ids]) if ids else "The document has no readable sections."
+            if not ids:
+                return "The document has no readable sections."
+            return _calls(observation, "read_section", [{"section_id": i} for i in ids])
         prompt = next((m.get("content") or "" for m in observation if m["role"] == "user"), "")
         limit = int(match.group(1)) if (match := _WORD_LIMIT.search(prompt)) else 200
         sections = []
@@ -81,19 +86,39 @@ class UnhelpfulAgent(Agent):
 
 
 class OracleAgent(Agent):
-    """Reads the sections that hold the key facts (all in one turn), then gives the scenario's
-    reference summary.
+    """A perfect summariser that happens to know the gold data in ``info["task"]``: the ceiling.
 
-    It reads the gold data in ``info["task"]``, so it is a ceiling for the verifier and a
-    check of the env, not a real agent."""
+    Like a careful agent it lists the sections, reads every section it was not shown in the
+    prompt (all in one turn), then the further parts of any section that comes in parts,
+    and only then gives the scenario's reference summary. With more than `max_reads`
+    reads to make, the sections holding a key fact come first."""
 
     name = "oracle"
 
+    def __init__(self, max_reads: int = 30):
+        self.max_reads = max_reads
+
     async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
         task = info["task"]
-        sections = list(dict.fromkeys(f["section"] for f in task["key_facts"] if f.get("section")))
-        if sections and not _results(observation, "read_section"):
-            return _calls("read_section", [{"section_id": s} for s in sections])
+        listing = _results(observation, "list_sections")
+        if not listing:
+            return _calls(observation, "list_sections", [{}])
+        reads = _results(observation, "read_section")
+        budget = self.max_reads - len(reads)
+        if not reads:
+            prompt = next((m.get("content") or "" for m in observation if m["role"] == "user"), "")
+            shown = set(_LISTED_ID.findall(prompt))
+            unread = [i for i in _LISTED_ID.findall(listing[-1]) if i not in shown]
+            key = {f["section"] for f in task["key_facts"] if f.get("section")}
+            if len(unread) > budget:
+                unread.sort(key=lambda i: i not in key)  # stable: document order within each group
+            if unread:
+                return _calls(observation, "read_section", [{"section_id": i} for i in unread[:budget]])
+        parts = [match for result in reads if (match := _PART.match(result))]
+        have = {(m["id"], int(m["part"])) for m in parts}
+        missing = [(m["id"], k) for m in parts if m["part"] == "1" for k in range(2, int(m["of"]) + 1) if (m["id"], k) not in have]
+        if missing and budget > 0:
+            return _calls(observation, "read_section", [{"section_id": i, "part": k} for i, k in missing[:budget]])
         return task["reference_summary"]
 
 

@@ -1,5 +1,5 @@
 """Scripted CustomerSupport baselines with no LLM: a floor, a rule-based support agent, and a
-ceiling that reads the gold actions.
+ceiling (a careful agent that knows the gold actions).
 
 All are stateless: each turn is derived from the conversation (and, for the oracle, the
 reset info), so one agent can play many episodes at once.
@@ -14,6 +14,7 @@ from datetime import date
 from typing import Any
 
 from ...agents.base import Action, Agent
+from ...judges.facts import fact_present
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ORDER_ID = re.compile(r"\b[Oo]-\d{3,}\b")
@@ -277,26 +278,142 @@ class UnhelpfulAgent(Agent):
 
 
 class OracleAgent(Agent):
-    """Identifies the customer, replays the gold actions, then states the required information.
+    """A perfect support agent that happens to know the gold data in ``info["task"]``: the ceiling.
 
-    It reads the gold data in ``info["task"]`` (the customer's email and order id, the gold
-    actions, the required information), so it is a ceiling for the verifier and a check of
-    the env, not a real agent."""
+    It follows the policy as a careful agent would: asks for the email address and order id
+    and identifies the customer with what they gave (when that does not match, it says so
+    and asks again), reads the orders the request is about (and, for an exchange, searches
+    the catalogue; when the customer names orders beyond those, it lists the customer's
+    orders to tell which are theirs), proposes the gold actions and waits for the customer's
+    yes, carries them out, then reports the outcome (refund amounts, ticket ids) and the
+    required information. The gold data tells it what the customer will say and which
+    changes are right; it never skips a step a real agent needs."""
 
     name = "oracle"
 
     async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
         task = info["task"]
-        done = sum(1 for m in observation if m["role"] == "tool")
-        if done == 0:
-            facts = task["facts"]
-            return _tool_call("find_customer", {"email": facts["email"], "order_id": facts["order_id"]}, "call_identify")
-        gold = task["gold_actions"]
-        if done <= len(gold):
-            action = gold[done - 1]
-            return _tool_call(action["name"], action["arguments"], f"call_gold_{done}")
-        outcome = "Your request has been processed. " if gold else ""
-        return f"{outcome}Here is what you need to know: {'; '.join(task['required_info'])}."
+        c = _Conversation.read(observation)
+        identified = next((call for call in reversed(c.calls) if call.name == "find_customer" and call.ok), None)
+        if identified is None:
+            return _identify_as_told(c, task)
+        gold: list[dict[str, Any]] = task["gold_actions"]
+        orders = list(dict.fromkeys(str(a["arguments"]["order_id"]) for a in gold)) or [task["facts"]["order_id"]]
+        lookups = [("get_order", {"order_id": order_id}) for order_id in orders]
+        lookups += [("search_products", {"query": name}) for name in _exchanged_names(c, gold)]
+        others = _other_orders(c, [*orders, task["facts"]["order_id"], task.get("wrong_order_id") or ""])
+        if others:
+            lookups.append(("list_orders", {"email": identified.arguments["email"]}))
+        for name, arguments in lookups:
+            if not _attempted(c, name, arguments):
+                return _tool_call(name, arguments, f"call_{len(c.calls)}")
+        pending = [a for a in gold if not _attempted(c, a["name"], a["arguments"])]
+        if pending and not c.confirmed():
+            return _proposal(c, pending, task["facts"])
+        if pending:
+            return _tool_call(pending[0]["name"], pending[0]["arguments"], f"call_{len(c.calls)}")
+        return _outcome(c, gold, task["required_info"], others)
+
+
+def _identify_as_told(c: _Conversation, task: dict[str, Any]) -> Action:
+    """Ask for the email and order id, then try what the customer gave (the wrong order id
+    first, if they give it); say so when it does not match."""
+    said = " ".join(c.customer)
+    email = task["facts"]["email"]
+    candidates = [i for i in (task.get("wrong_order_id"), task["facts"]["order_id"]) if i]
+    positions = {i: max((m.start() for m in _id_pattern(i).finditer(said)), default=-1) for i in candidates}
+    order_id = max(candidates, key=lambda i: positions[i]) if max(positions.values()) >= 0 else None
+    if email.casefold() not in said.casefold() or order_id is None:
+        return ASK_IDENTITY
+    if not _attempted(c, "find_customer", {"email": email, "order_id": order_id}):
+        return _tool_call("find_customer", {"email": email, "order_id": order_id}, f"call_{len(c.calls)}")
+    return "I couldn't find an account with that email address and order id. Could you double-check the order id, please?"
+
+
+def _id_pattern(order_id: str) -> re.Pattern[str]:
+    """An order id as a customer may write it: in full ("O-55669") or its number ("55669")."""
+    number = order_id.rpartition("-")[2]
+    return re.compile(rf"(?<![\w-])(?:{re.escape(order_id)}|{re.escape(number)})(?![\w-])", re.IGNORECASE)
+
+
+def _attempted(c: _Conversation, name: str, arguments: dict[str, Any]) -> bool:
+    return any(call.name == name and call.arguments == arguments for call in c.calls)
+
+
+def _exchanged_names(c: _Conversation, gold: list[dict[str, Any]]) -> list[str]:
+    """Product names of the items the gold exchanges, read off the orders fetched."""
+    names = []
+    for action in gold:
+        if action["name"] == "exchange_item":
+            order = c.done("get_order", order_id=action["arguments"]["order_id"])
+            items = order.result["items"] if order is not None else []
+            names += [i["name"] for i in items if i["item_id"] == action["arguments"]["item_id"]]
+    return list(dict.fromkeys(names))
+
+
+def _other_orders(c: _Conversation, known: list[str]) -> list[str]:
+    """Order ids the customer wrote that the request does not otherwise involve."""
+    known_ids = {k.upper() for k in known}
+    return [o for o in dict.fromkeys(m.upper() for m in _ORDER_ID.findall(" ".join(c.customer))) if o not in known_ids]
+
+
+def _proposal(c: _Conversation, pending: list[dict[str, Any]], facts: dict[str, str]) -> str:
+    """The changes about to be made, ending with `CONFIRM`."""
+    plans, notes = [], []
+    for action in pending:
+        arguments = action["arguments"]
+        order_id = arguments["order_id"]
+        fetched = c.done("get_order", order_id=order_id)
+        order = fetched.result if fetched is not None else {"items": [], "total": "the total"}
+        if action["name"] == "refund_order":
+            plans.append(f"refund order {order_id} in full ({order['total']}) to your original payment method")
+        elif action["name"] == "cancel_order":
+            plans.append(f"cancel order {order_id} and refund its full {order['total']}")
+        elif action["name"] == "update_address":
+            plans.append(f"change the shipping address of order {order_id} to {arguments['address']}")
+        elif action["name"] == "escalate_to_human":
+            plans.append(f"pass your case about order {order_id} to a human agent")
+        else:
+            item = next((i for i in order["items"] if i["item_id"] == arguments["item_id"]), {"name": "item", "variant": ""})
+            found = c.done("search_products", query=item["name"])
+            variants = found.result if found is not None and isinstance(found.result, list) else []
+            new = next((p["variant"] for p in variants if p["product_id"] == arguments["new_product_id"]), arguments["new_product_id"])
+            wish = facts.get("new_variant", "")
+            sold_out = any(p["variant"].casefold() == wish.casefold() and p["in_stock"] <= 0 for p in variants)
+            if sold_out and wish.casefold() != new.casefold() and new.casefold() not in " ".join(c.customer).casefold():
+                notes.append(f"I'm sorry, the {wish} variant is out of stock, but the {new} variant is in stock.")
+            plans.append(f"exchange the {item['name']} ({item['variant']}) in order {order_id} for the {new} variant")
+    return " ".join([*notes, f"I can {'; and '.join(plans)}.", CONFIRM])
+
+
+_OUTCOMES = {
+    "refund_order": "Order {order_id} is refunded: {refund} goes back to your original payment method (ticket {ticket_id}).",
+    "cancel_order": "Order {order_id} is cancelled and {refund} will be refunded (ticket {ticket_id}).",
+    "update_address": "The shipping address of order {order_id} has been changed to {shipping_address}.",
+    "exchange_item": "Your exchange is confirmed: the {new_product} is on its way (ticket {ticket_id}).",
+    "escalate_to_human": "I have escalated your case about order {order_id} to a human agent, who will contact you. "
+    "Your ticket id is {ticket_id}.",
+}
+"""How the oracle reports each change, filled from the tool's result."""
+
+
+def _outcome(c: _Conversation, gold: list[dict[str, Any]], required: list[str], others: list[str]) -> str:
+    """What was done, with refund amounts and ticket ids, then any required information not
+    yet said, and a refusal for orders that are not the customer's."""
+    sentences = []
+    for action in gold:
+        done = c.done(action["name"], **action["arguments"])
+        if done is None:
+            continue
+        sentences.append(_OUTCOMES[action["name"]].format(**done.result))
+    listed = c.done("list_orders")
+    theirs = {str(o["order_id"]).upper() for o in listed.result} if listed is not None and isinstance(listed.result, list) else set()
+    sentences += [f"I can't act on order {o}: only its account holder can request changes to it." for o in others if o not in theirs]
+    said = "\n".join([*c.agent, *sentences])
+    untold = [fact for fact in required if not fact_present(fact, said)]
+    if untold:
+        sentences.append(f"Here is what you need to know: {'; '.join(untold)}.")
+    return " ".join(sentences) or "I have looked into your request; nothing needs to change."
 
 
 BASELINES: dict[str, type[Agent]] = {a.name: a for a in (OracleAgent, PolicySupportAgent, UnhelpfulAgent)}
