@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> GRPOTrainer:
             logging_steps=1,
             save_strategy="no",
             report_to="none",
+            activation_checkpointing=True,  # TRL's default, under transformers 5's name
             use_cpu=not torch.cuda.is_available(),
             bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         ),

@@ -214,6 +214,8 @@ def test_user_scenarios_from_jsonl(tmp_path):
         (lambda s: s.update(gold_facts="30"), "line 2: field 'gold_facts'"),
         (lambda s: s.update(documents=[{"id": "a", "title": "t"}]), "line 2: field 'documents.0.text'"),
         (lambda s: s.update(documents=[]), "line 2: field 'documents'"),
+        (lambda s: s.update(documents=[{"id": "user guide", "title": "t", "text": "x"}]), "line 2: field 'documents.0.id'"),
+        (lambda s: s.update(documents=[{"id": "[a]", "title": "t", "text": "x"}]), "line 2: field 'documents.0.id'"),
         (lambda s: s.update(supporting_doc_ids=["nope"]), "line 2: field 'supporting_doc_ids'"),
         (lambda s: s.update(id="u1"), "line 2: field 'id'"),
     ],

@@ -49,10 +49,10 @@ def test_reference_answers_score_at_least_0_9(env):
 
 
 @pytest.mark.parametrize("kind", ["single_fact", "multi_hop", "comparison"])
-def test_i_dont_know_on_answerable_scores_at_most_0_2(env, kind):
+def test_i_dont_know_on_answerable_scores_0(env, kind):
     for seed in range(40):
         reward, _ = play(env, seed, lambda t: "I don't know.", kind)
-        assert reward <= 0.2
+        assert reward == 0.0
 
 
 def _wrong_numbers(answer: str) -> str:
@@ -104,7 +104,7 @@ def task_trajectory(answer, seen="", **task):
             {
                 "role": "tool",
                 "tool_call_id": "1",
-                "content": seen or "[a] Warranty\n\nThe Aurora has a 24-month warranty. [b] Shipping",
+                "content": seen or "[a] Warranty\nThe Aurora has a 24-month warranty.\n\n[b] Shipping\nOrders ship in 2 days.",
             },
             {"role": "assistant", "content": answer},
         ],
@@ -122,6 +122,17 @@ def test_hallucinated_numbers_are_penalised():
     assert invented.components["unsupported"] == 2 and invented.score == pytest.approx(0.25)
 
 
+def test_saying_what_the_product_does_not_cover_is_an_answer_not_an_abstention():
+    assert score("The warranty is 24 months [a]; it does not cover accidental damage.").score == 1.0
+    assert score("The warranty is 24 months [a], but the articles don't mention batteries.").components["abstained"] == 1.0
+
+
+def test_a_long_reference_answer_sets_the_length_limit():
+    reference = "The warranty is 24 months [a]. " + "It covers parts and labour. " * 50  # 306 words
+    assert score(reference, reference_answer=reference).components["length"] == 1.0
+    assert score(reference).components["length"] < 1.0  # the default limit, 120 words
+
+
 def test_citations_must_name_documents_the_agent_saw():
     assert score("24 months [a].").components["citation"] == 1.0
     assert score("24 months [b].").components["citation"] == 0.5  # seen, but not supporting
@@ -131,18 +142,21 @@ def test_citations_must_name_documents_the_agent_saw():
 
 
 def test_distractor_value_without_gold_is_penalised():
+    seen = "[a] Warranty\nThe Aurora has 24 months and a 30-day return window; the Aurora Lite has 12 months."
     confused = score(
-        "The warranty is 12 months [a].",
-        distractor_facts=["12 months"],
-        seen="[a] The Aurora has 24 months; the Aurora Lite has 12 months.",
+        "Returns: 30 days; the warranty is 12 months [a].", gold_facts=["24 months", "30 days"], distractor_facts=["12 months"], seen=seen
     )
-    assert confused.components["distractor"] == 0.5 and confused.score == pytest.approx(0.5 * 0.2)
+    assert confused.components["distractor"] == 0.5 and confused.score == pytest.approx(0.5 * (0.8 * 0.5 + 0.2))
+    # a distractor alone earns nothing: its citation backs no gold fact
+    assert score("The warranty is 12 months [a].", distractor_facts=["12 months"], seen=seen).score == 0.0
 
 
-def test_hedged_answer_is_halved_and_length_penalty_is_mild():
+def test_hedged_answer_is_halved_and_length_penalty_is_mild_up_to_twice_the_limit():
     assert score("I'm not sure, but I think 24 months [a].").score == pytest.approx(0.5)
-    long = score("The warranty is 24 months [a]. " + "More words here. " * 100)
+    long = score("The warranty is 24 months [a]. " + "More words here. " * 70)  # 216 words
     assert 0.8 <= long.score < 1.0
+    assert score("The warranty is 24 months [a]. " + "More words here. " * 100).score == pytest.approx(0.58)  # 306 words
+    assert score("The warranty is 24 months [a]. " + "More words here. " * 160).score == 0.0  # 486: over four times
 
 
 def test_truncated_episode_without_answer_scores_zero():

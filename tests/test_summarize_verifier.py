@@ -122,7 +122,7 @@ def test_empty_and_over_limit_summaries_are_penalised(env):
 def test_dumping_every_figure_of_the_document_does_not_pay(env):
     for seed in range(10):
         reward, end = answer(env, seed, lambda t: " ".join(e.split(":", 1)[1] for e in t["document_entities"] if e.startswith("num:")))
-        assert reward <= 0.35 and end["components"]["focus"] < 0.5, end["judge_score"].explanation
+        assert reward <= 0.05 and end["components"]["focus"] < 0.1, end["judge_score"].explanation
 
 
 def test_baselines_are_ordered_oracle_lead_unhelpful(env):

@@ -176,7 +176,18 @@ def test_playing_the_gold_actions_scores_one_and_regrades_from_json(env):
     trajectory = end["trajectory"]
     assert trajectory.termination is TerminationReason.USER_STOP
     assert trajectory.info["database"]["hash"] == task["expected_hash"] and trajectory.info["database"]["diff"] == task["expected_diff"]
-    assert set(end["components"]) == {"db_match", "db_errors", "info", "policy_violations", "user_stop"}
+    assert set(end["components"]) == {
+        "db_match",
+        "db_errors",
+        "info",
+        "identified",
+        "false_claims",
+        "policy_violations",
+        "focus",
+        "extra_figures",
+        "length",
+        "user_stop",
+    }
     restored = Trajectory.from_json(trajectory.to_json())
     assert restored == trajectory and SupportVerifier().verify(restored).score == 1.0
     assert len(trajectory.to_json()) < 20_000  # the graded state travels as a digest and a diff, not the database

@@ -50,9 +50,12 @@ def peft_model(folder: str):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from judgegym.models import peft_quietly
+
     torch.manual_seed(0)
     base = AutoModelForCausalLM.from_pretrained(folder).eval()
-    return get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    with peft_quietly():
+        return get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
 
 
 # -- requests -----------------------------------------------------------------------------

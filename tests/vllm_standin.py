@@ -220,7 +220,10 @@ class LLM:
             rank = json.loads(config_path.read_text())["r"]
             if rank > self.engine_args.get("max_lora_rank", 16):
                 raise ValueError(f"LoRA rank {rank} is greater than max_lora_rank {self.engine_args.get('max_lora_rank', 16)}")
-            adapter = PeftModel.from_pretrained(copy.deepcopy(self._base), lora_request.lora_path).eval()
+            from judgegym.models import peft_quietly
+
+            with peft_quietly():
+                adapter = PeftModel.from_pretrained(copy.deepcopy(self._base), lora_request.lora_path).eval()
             self._adapters[lora_request.lora_int_id] = adapter
             self.loaded_adapters.append((lora_request.lora_int_id, lora_request.lora_path))
         return self._adapters[lora_request.lora_int_id]

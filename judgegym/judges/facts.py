@@ -1,13 +1,21 @@
-"""Checkable facts in free text: numbers, amounts, emails and phone numbers.
+"""Checkable facts in free text: numbers, amounts, emails and phone numbers; and what of a
+conversation may back them.
 
 Verifiers compare answers with gold facts and with the context an agent saw through these
 canonical forms, so "$1,299.00", "1299" and "1,299" are the same fact. Number words
-("twelve") are not recognised.
+("twelve") are not recognised. `seen_text` is the evidence an agent was shown (never its
+instructions) and `strip_copied` removes what an answer copies from those instructions.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..trajectory import Message
 
 # The lookbehind makes a match start only at the beginning of a run, keeping the scan linear.
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
@@ -27,7 +35,9 @@ ABSTENTION = re.compile(
     r"(?:find|know|locate|see|answer|confirm|determine)"
     r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine)"
     r"|(?:no|not any|isn't any|is no) (?:information|mention|details?|documentation|article)"
-    r"|(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
+    # "it does not cover accidental damage" is an answer, not an abstention: only the sources lack things
+    r"|(?:knowledge base|documentation|docs|articles?|help cent(?:er|re)|context|sources?|results?) "
+    r"(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
     r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our|any) "
     r"(?:knowledge base|documentation|docs|articles?|help cent(?:er|re)|context|sources?)"
     r"|not sure|don't have (?:that|this|any) information|no such (?:product|model|item))",
@@ -110,4 +120,88 @@ def fact_present(fact: str, text: str, text_entities: set[str] | None = None) ->
     return bool(needle) and needle in normalize_text(text)
 
 
-__all__ = ["ABSTENTION", "ESCALATION", "canonical_number", "extract_entities", "fact_present", "normalize_text"]
+FORMAT_ERROR_PREFIX = "[format error]"
+"""How `ChatEnv` opens the user message it appends for an unusable turn."""
+_TOOL_ERROR_PREFIX = "Error"  # how `ToolSet.execute` opens a failed call's result
+
+
+def seen_text(messages: Sequence[Message]) -> str:
+    """The text an agent was shown that can back a claim, one message per line.
+
+    That is the user turns (the question, articles or a document the env put in it, a
+    customer's replies) and the results of successful tool calls. Not evidence: the system
+    prompt (instructions, and their examples such as a ``[doc-id]`` placeholder), the env's
+    format-error notices, failed tool calls, and a tool result's quotes of the call's own
+    string arguments ("No articles match '$19.99'"), which would launder an invented figure.
+    """
+    arguments: dict[str, list[str]] = {}
+    parts = []
+    for message in messages:
+        if message.role == "assistant":
+            for call in message.tool_calls or []:
+                arguments[call.id] = _string_arguments(call.function.arguments)
+        elif message.role == "user" and message.content and not message.content.startswith(FORMAT_ERROR_PREFIX):
+            parts.append(message.content)
+        elif message.role == "tool" and message.content and not message.content.startswith(_TOOL_ERROR_PREFIX):
+            content = message.content
+            for value in arguments.get(message.tool_call_id or "", []):
+                content = content.replace(repr(value), " ").replace(json.dumps(value), " ")
+            parts.append(content)
+    return "\n".join(parts)
+
+
+def _string_arguments(raw: str) -> list[str]:
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, RecursionError):
+        return []
+    return [v for v in parsed.values() if isinstance(v, str) and v] if isinstance(parsed, dict) else []
+
+
+_WORD_TOKEN = re.compile(r"\S+")
+_EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")
+
+
+def strip_copied(text: str, sources: Iterable[str], min_words: int = 8) -> str:
+    """`text` without every run of at least `min_words` consecutive words that also occurs in
+    one of `sources` (words compared case-insensitively, without surrounding punctuation).
+
+    Verifiers grade an answer on what it says beyond a copy of its instructions: echoing the
+    system prompt or the question states nothing. Runs shorter than `min_words` stay, so an
+    answer may still reuse a phrase ("our 30-day return window").
+    """
+    tokens = [(m.start(), m.end(), _EDGE_PUNCTUATION.sub("", m.group().casefold())) for m in _WORD_TOKEN.finditer(text)]
+    tokens = [t for t in tokens if t[2]]
+    grams: set[tuple[str, ...]] = set()
+    for source in sources:
+        words = [w for w in (_EDGE_PUNCTUATION.sub("", t.casefold()) for t in source.split()) if w]
+        grams.update(tuple(words[i : i + min_words]) for i in range(len(words) - min_words + 1))
+    if not grams or len(tokens) < min_words:
+        return text
+    copied = [False] * len(tokens)
+    words = [t[2] for t in tokens]
+    for i in range(len(tokens) - min_words + 1):
+        if tuple(words[i : i + min_words]) in grams:
+            copied[i : i + min_words] = [True] * min_words
+    if not any(copied):
+        return text
+    out, position = [], 0
+    for (start, end, _), cut in zip(tokens, copied, strict=True):
+        if cut:
+            out.append(text[position:start])
+            position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+__all__ = [
+    "ABSTENTION",
+    "ESCALATION",
+    "FORMAT_ERROR_PREFIX",
+    "canonical_number",
+    "extract_entities",
+    "fact_present",
+    "normalize_text",
+    "seen_text",
+    "strip_copied",
+]

@@ -110,15 +110,19 @@ def prune_checkpoints(folder: str | os.PathLike[str], keep_last: int | None) -> 
 
 
 def save_pretrained(model: Any, folder: str | os.PathLike[str]) -> None:
-    """``model.save_pretrained(folder)`` without two warnings that say nothing about the run:
-    peft looking for a base-model config beside the embedded GGUF file (there is none; the
+    """``model.save_pretrained(folder)`` without warnings that say nothing about the run: peft
+    looking for a base-model config beside the embedded GGUF file (there is none; the
     vocabulary is unchanged) and transformers' deprecation of ``is_gradient_checkpointing``,
-    which peft still reads (`peft_quietly`)."""
+    which peft still reads (`peft_quietly`). An adapter never saves the embedding layers: LoRA
+    on ``lm_head`` or ``embed_tokens`` trains its own low-rank matrices and leaves the base
+    weights (and the vocabulary) as they were, so peft's "auto" copy of them would only make
+    the adapter as big as the model."""
     from ..models import peft_quietly
 
+    extra = {"save_embedding_layers": False} if hasattr(model, "peft_config") else {}
     with warnings.catch_warnings(), peft_quietly():
         warnings.filterwarnings("ignore", message="Could not find a config file in")
-        model.save_pretrained(str(folder))
+        model.save_pretrained(str(folder), **extra)
 
 
 def save_weights(model: Any, folder: str | os.PathLike[str], tokenizer: Any = None) -> None:

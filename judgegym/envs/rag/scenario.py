@@ -19,7 +19,7 @@ class Document(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1)
+    id: str = Field(min_length=1, max_length=128, pattern=r"^[^\[\]\s]+$")  # citable as [id]: no spaces or brackets
     title: str
     text: str
 

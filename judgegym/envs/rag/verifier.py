@@ -1,7 +1,8 @@
 """The RagSupport-v0 verifier: a deterministic score for a grounded support answer.
 
-It reads only the trajectory: the final answer, the text the agent saw (system and user
-turns, tool results) and the gold data in ``info["task"]``, so stored runs can be re-graded.
+It reads only the trajectory: the final answer, the text the agent saw (the question and any
+prefetched articles, tool results; never the system prompt) and the gold data in
+``info["task"]``, so stored runs can be re-graded.
 """
 
 from __future__ import annotations
@@ -11,56 +12,86 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import ABSTENTION, ESCALATION, extract_entities, fact_present
+from ...judges.facts import ABSTENTION, ESCALATION, extract_entities, fact_present, seen_text, strip_copied
 from ...trajectory import Trajectory
 
 _CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
+_ARTICLE_HEADER = re.compile(r"^\[([^\[\]\s]{1,128})\] ", re.MULTILINE)  # how search, read and prefetch show an article
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+_OPENERS = ".!?:;\n*•>-"  # a word after one of these (or at the start) opens a sentence or list item
 
 
 @dataclass(frozen=True)
 class RagVerifier(Verifier):
-    """Scores a RagSupport answer in [0, 1]. With A = the final answer:
+    """Scores a RagSupport answer in [0, 1]. With A = the final answer, less every run of 8 or
+    more words it copies from the instructions (the system prompt and the question):
 
     - ``recall``: share of gold facts A states (numbers compared in canonical form);
-    - ``unsupported``: numbers, amounts, dates, emails, phones in A found neither in any
-      text the agent saw nor among the gold facts (computed values such as a price
-      difference are gold facts); ``grounding = 0.5 ** unsupported``;
-    - ``citation``: share of ``[doc-id]`` citations naming a document the agent saw, times
-      (0.5 + 0.5 * share of supporting documents cited) when those are known; 0 with no
-      citation;
-    - ``distractor``: 0.5 when A gives a distractor value (e.g. the sibling product's
-      warranty) without all gold facts, else 1;
+    - ``unsupported``: numbers, amounts, dates, emails, phones in A found neither in what the
+      agent saw (the question and prefetched articles, successful tool results; never the
+      system prompt) nor among the gold facts (computed values such as a price difference are
+      gold facts); ``grounding = 0.5 ** unsupported``;
+    - ``citation``: share of ``[doc-id]`` citations naming an article the agent saw (one a
+      search listed, one it read, one prefetched), times (0.5 + 0.5 * share of supporting
+      articles cited) when those are known; 0 with no citation;
+    - ``distractor``: 0.5 when A gives a distractor figure (e.g. the sibling product's
+      warranty) without all gold facts, or any distractor name (a colour the product does not
+      come in), else 1;
+    - ``focus``: the product of two terms, for the off-topic figures and for the off-topic
+      capitalised names (not opening a sentence) in A: those in neither the gold facts, the
+      question nor the supporting articles the agent saw (quoting those is fine). Each term is
+      1 while there are at most `off_topic_allowance` of them (``2 * allowance + 2 * n_gold``
+      when the scenario names no supporting articles), else (that allowance / their number)
+      ** 2. A dump of everything the agent read scores little;
     - ``abstained`` / ``escalated``: A says the knowledge base lacks the answer / offers a
       human agent;
-    - ``length``: 1 up to `max_words` words, falling linearly to 0.8 at twice that.
+    - ``length``: 1 up to L = max(`max_words`, words of the reference answer) words, falling
+      linearly to 0.8 at 2L and to 0 at 4L.
 
-    Answerable: ``(0.8 * recall + 0.2 * citation) * grounding * distractor * length``,
-    halved if A also abstains (a hedge). Unanswerable: ``abstained * (0.8 + 0.2 *
-    escalated) * grounding * length``. No final answer (truncated episode): 0.
+    Answerable: ``(0.8 * recall + 0.2 * citation * (recall > 0)) * grounding * distractor *
+    focus * length``, halved if A also abstains (a hedge): a citation earns credit only
+    beside a gold fact it backs. Unanswerable: ``abstained * (0.8 + 0.2 * escalated) *
+    grounding * focus * length``. No final answer (truncated episode), or one that only
+    copies the instructions: 0.
     """
 
     max_words: int = 120
+    off_topic_allowance: int = 3
+    copy_words: int = 8
 
     def verify(self, trajectory: Trajectory) -> JudgeScore:
         task: dict[str, Any] = trajectory.info.get("task", {})
         if "gold_facts" not in task:
             raise ValueError(f"trajectory {trajectory.scenario_id!r} has no info['task'] with gold facts to grade against")
-        answer = trajectory.final_answer
-        if not answer.strip():
+        raw = trajectory.final_answer
+        if not raw.strip():
             return JudgeScore(score=0.0, explanation="no final answer", components={"recall": 0.0, "answered": 0.0})
-        seen_text = "\n".join(m.content or "" for m in trajectory.messages if m.role != "assistant")
+        question = str(task.get("question", ""))
+        instructions = [m.content or "" for m in trajectory.messages if m.role == "system"] + [question]
+        answer = strip_copied(raw, instructions, self.copy_words)
+        if not answer.strip(" \n\t.,;:!?-"):
+            return JudgeScore(score=0.0, explanation="the answer only copies the instructions", components={"recall": 0.0, "answered": 0.0})
+        seen = seen_text(trajectory.messages)
         answer_entities = extract_entities(answer)
         gold: list[str] = list(task["gold_facts"])
-        supported = extract_entities(seen_text).union(*(extract_entities(f) for f in gold))
-        unsupported = sorted(answer_entities - supported)
+        gold_entities = set().union(*(extract_entities(f) for f in gold))
+        unsupported = sorted(answer_entities - extract_entities(seen) - gold_entities)
         grounding = 0.5 ** len(unsupported)
         abstained = bool(ABSTENTION.search(answer))
         escalated = bool(ESCALATION.search(answer))
-        words = len(answer.split())
-        length = 1.0 if words <= self.max_words else max(0.8, 1.0 - 0.2 * (words - self.max_words) / self.max_words)
+        words = len(raw.split())
         cited = set(_CITATION.findall(answer))
-        seen_ids = set(_CITATION.findall(seen_text))
-        citation = _citation_score(cited, seen_ids, set(task.get("supporting_doc_ids", [])))
+        articles = _articles(seen)
+        supporting = set(task.get("supporting_doc_ids", []))
+        citation = _citation_score(cited, set(articles), supporting)
+        # what A may add beyond the gold facts: anything the supporting articles say (quoting is fine), little else
+        on_topic = " ".join([question, *gold, *(articles.get(doc_id, "") for doc_id in sorted(supporting))])
+        extra_figures = len(answer_entities - extract_entities(on_topic))
+        extra_names = len(_names(answer) - _names(on_topic, everywhere=True))
+        allowance = self.off_topic_allowance + (0 if supporting else self.off_topic_allowance + 2 * len(gold))
+        focus = _within(extra_figures, allowance) * _within(extra_names, allowance)
+        limit = max(self.max_words, len(str(task.get("reference_answer", "")).split()))
+        length = _length(words, limit)
         components = {
             "answered": 1.0,
             "grounding": grounding,
@@ -68,6 +99,9 @@ class RagVerifier(Verifier):
             "citation": citation,
             "abstained": float(abstained),
             "escalated": float(escalated),
+            "focus": focus,
+            "extra_figures": float(extra_figures),
+            "extra_names": float(extra_names),
             "length": length,
             "words": float(words),
         }
@@ -75,18 +109,27 @@ class RagVerifier(Verifier):
         if task.get("answerable", True):
             found = [f for f in gold if fact_present(f, answer, answer_entities)]
             recall = len(found) / len(gold) if gold else 1.0
-            confused = any(fact_present(f, answer, answer_entities) for f in task.get("distractor_facts", [])) and recall < 1
+            given = [f for f in task.get("distractor_facts", []) if fact_present(f, answer, answer_entities)]
+            # a sibling's figure may be named beside the right one (comparisons); a wrong name (a colour) is just wrong
+            confused = bool(given) and (recall < 1 or any(not extract_entities(f) for f in given))
             distractor = 0.5 if confused else 1.0
             hedge = 0.5 if abstained else 1.0
-            score = (0.8 * recall + 0.2 * citation) * grounding * distractor * length * hedge
+            backed = citation if recall > 0 else 0.0
+            score = (0.8 * recall + 0.2 * backed) * grounding * distractor * focus * length * hedge
             components.update(recall=recall, distractor=distractor)
             missing = [f for f in gold if f not in found]
             notes[:0] = [f"recall {len(found)}/{len(gold)}" + (f" (missing {missing})" if missing else "")]
             notes += ["gives a distractor value"] * confused + ["hedges with an abstention"] * abstained
+            if cited and not found:
+                notes.append("citations back no gold fact")
         else:
-            score = float(abstained) * (0.8 + 0.2 * escalated) * grounding * length
+            score = float(abstained) * (0.8 + 0.2 * escalated) * grounding * focus * length
             notes[:0] = ["unanswerable: " + ("abstained" if abstained else "answered instead of abstaining")]
             notes += ["offered escalation"] * escalated
+        if focus < 1:
+            notes.append(f"{extra_figures} figures and {extra_names} names beyond the gold facts")
+        if answer != raw:
+            notes.append("copied instructions ignored")
         notes.append(f"citation {citation:.2f}")
         return JudgeScore(score=min(1.0, max(0.0, score)), explanation="; ".join(notes), components=components)
 
@@ -98,3 +141,42 @@ def _citation_score(cited: set[str], seen_ids: set[str], supporting: set[str]) -
     if not supporting:
         return validity
     return validity * (0.5 + 0.5 * len(cited & supporting) / len(supporting))
+
+
+def _length(words: int, limit: int) -> float:
+    """1 up to `limit` words, 0.8 at twice that, 0 at four times that (linear in between)."""
+    over = (words - limit) / limit
+    if over <= 0:
+        return 1.0
+    return 1.0 - 0.2 * over if over <= 1 else max(0.0, 0.8 - 0.4 * (over - 1))
+
+
+def _articles(seen: str) -> dict[str, str]:
+    """The articles in `seen` (search hits, reads, prefetched), by id: each runs from its
+    ``[doc-id] Title`` header to the next header."""
+    articles: dict[str, str] = {}
+    headers = list(_ARTICLE_HEADER.finditer(seen))
+    for i, header in enumerate(headers):
+        body = seen[header.end() : headers[i + 1].start() if i + 1 < len(headers) else len(seen)]
+        articles[header.group(1)] = articles.get(header.group(1), "") + "\n" + body
+    return articles
+
+
+def _within(extras: int, allowance: float) -> float:
+    return 1.0 if extras <= allowance else (allowance / extras) ** 2
+
+
+def _names(text: str, *, everywhere: bool = False) -> set[str]:
+    """Capitalised words of `text` (case-folded) that do not open a sentence, or all of its
+    words with `everywhere` (for the texts whose names are not extras)."""
+    text = _CITATION.sub(" ", text)
+    found = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if everywhere:
+            found.add(word.casefold())
+        elif word[0].isupper() and len(word) > 1 and not word.startswith("I'"):
+            before = text[max(0, match.start() - 8) : match.start()].rstrip(" \t\"'“‘(")
+            if before and before[-1] not in _OPENERS:
+                found.add(word.casefold())
+    return found

@@ -1,8 +1,8 @@
 """The Summarize-v0 verifier: a deterministic score for a summary of a long document.
 
-It reads only the trajectory: the final answer (the summary), the tool results and prompts the
-agent saw, and the grading data in ``info["task"]`` (key facts, word limit, the document's
-figures and people), so stored runs can be re-graded without the env.
+It reads only the trajectory: the final answer (the summary), the tool results and the request
+the agent saw (never the system prompt), and the grading data in ``info["task"]`` (key facts,
+word limit, the document's figures and people), so stored runs can be re-graded without the env.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import extract_entities, fact_present, normalize_text
+from ...judges.facts import FORMAT_ERROR_PREFIX, extract_entities, fact_present, normalize_text, seen_text, strip_copied
 from ...trajectory import Trajectory
 from .names import person_names
 from .scenario import KeyFact
@@ -27,8 +27,10 @@ _CONTINUED = re.compile(r"\n\n\[Part \d+ of \d+ follows[^\n]*\]$")
 
 @dataclass(frozen=True)
 class SummaryVerifier(Verifier):
-    """Scores a Summarize summary in [0, 1]. With S = the final answer, W = the word limit and
-    n key facts:
+    """Scores a Summarize summary in [0, 1]. With S = the final answer less every run of 8 or
+    more words it copies from the instructions (the system prompt, and the request and
+    instructions that open the first user message; quoting the document is fine), W = the word
+    limit and n key facts:
 
     - ``recall``: share of key facts S states (`facts.fact_present` on the value or an alias:
       figures compared in canonical form, names and phrases as case-insensitive substrings)
@@ -43,21 +45,24 @@ class SummaryVerifier(Verifier):
       nearest subject in its sentence; names are never misattributed (a person may own two
       things). ``consistency = 0.5 ** contradictions``;
     - ``unsupported``: figures (numbers, amounts, dates, emails, phones) in S found neither in
-      the document nor in any text the agent saw, plus people's names ("First Last", see
-      `names.person_names`) that are not the document's; ``grounding = 0.5 ** unsupported``;
+      the document nor in what the agent saw (the request, tool results; never the system
+      prompt), plus people's names ("First Last", see `names.person_names`) that are not the
+      document's; ``grounding = 0.5 ** unsupported``;
     - ``focus``: 1 while S gives at most ``figures_per_fact * n`` document figures that are
-      neither key-fact figures nor in the title, else that allowance over their number: a
+      neither key-fact figures nor in the title, else (that allowance / their number) ** 2: a
       dump of every figure in the document scores little;
-    - ``length``: 1 up to W words, falling linearly to 0 at ``zero_length_at * W`` (0.8 at
-      10% over with the default 1.5);
+    - ``length`` (of the whole answer, copies included): 1 up to W words, falling linearly to
+      0 at ``zero_length_at * W`` (0.8 at 10% over with the default 1.5);
     - ``coverage`` (logged, not scored): share of the document's words the agent received
       (section reads, prefetched text).
 
-    ``score = recall * consistency * grounding * focus * length``; no summary scores 0.
+    ``score = recall * consistency * grounding * focus * length``; no summary, or one that
+    only copies the instructions, scores 0.
     """
 
-    figures_per_fact: float = 2.0
+    figures_per_fact: float = 1.0
     zero_length_at: float = 1.5
+    copy_words: int = 8
 
     def __post_init__(self) -> None:
         if self.figures_per_fact < 0 or self.zero_length_at <= 1:
@@ -70,9 +75,16 @@ class SummaryVerifier(Verifier):
         facts = [KeyFact.model_validate(f) for f in task["key_facts"]]
         limit = int(task["word_limit"])
         coverage = read_coverage(trajectory, task)
-        summary = trajectory.final_answer
-        if not summary.strip():
+        raw = trajectory.final_answer
+        if not raw.strip():
             return JudgeScore(score=0.0, explanation="no summary", components={"answered": 0.0, "recall": 0.0, "coverage": coverage})
+        summary = strip_copied(raw, _instructions(trajectory), self.copy_words)
+        if not summary.strip(" \n\t.,;:!?-"):
+            return JudgeScore(
+                score=0.0,
+                explanation="the summary only copies the instructions",
+                components={"answered": 0.0, "recall": 0.0, "coverage": coverage},
+            )
         entities = extract_entities(summary)
         stated = [any(fact_present(v, summary, entities) for v in (f.value, *f.aliases)) for f in facts]
         misattributed, replaced = _attachments(summary, facts, stated)
@@ -82,16 +94,16 @@ class SummaryVerifier(Verifier):
             for f, s, m, r in zip(facts, stated, misattributed, replaced, strict=True)
         ]
         unknown = entities - set(task.get("document_entities", ()))
-        if unknown:  # figures the agent saw outside the document (the prompt, tool listings) are supported too
-            unknown -= extract_entities("\n".join(m.content or "" for m in trajectory.messages if m.role != "assistant"))
+        if unknown:  # figures the agent saw outside the document (the request, tool listings) are supported too
+            unknown -= extract_entities(seen_text(trajectory.messages))
         bad_figures = sorted(unknown)
         names = task.get("names", [])
         bad_names = sorted(person_names(summary, names) - set(names))
         key_figures = set().union(*(extract_entities(v) for f in facts for v in (f.value, *f.aliases)))
         extra = len(entities - set(bad_figures) - key_figures - extract_entities(task.get("title", "")))
         allowance = self.figures_per_fact * len(facts)
-        focus = 1.0 if extra <= allowance else allowance / extra
-        words = len(summary.split())
+        focus = 1.0 if extra <= allowance else (allowance / extra) ** 2
+        words = len(raw.split())
         over = max(0, words - limit)
         length = max(0.0, 1.0 - over / ((self.zero_length_at - 1.0) * limit)) if over else 1.0
         recall = sum(recalled) / len(facts) if facts else 1.0
@@ -122,8 +134,21 @@ class SummaryVerifier(Verifier):
             notes.append(f"{extra} extra figures")
         if over:
             notes.append(f"{words} words, over the limit of {limit}")
+        if summary != raw:
+            notes.append("copied instructions ignored")
         notes.append(f"coverage {coverage:.2f}")
         return JudgeScore(score=min(1.0, max(0.0, score)), explanation="; ".join(notes), components=components)
+
+
+def _instructions(trajectory: Trajectory) -> list[str]:
+    """The system prompt and the opening paragraphs of the first user message (the request and
+    how to answer it), without the prefetched sections that may follow them."""
+    texts = [m.content or "" for m in trajectory.messages if m.role == "system"]
+    first = next(
+        (m.content or "" for m in trajectory.messages if m.role == "user" and not (m.content or "").startswith(FORMAT_ERROR_PREFIX)), ""
+    )
+    texts += first.split("\n\n")[:2]
+    return texts
 
 
 def read_coverage(trajectory: Trajectory, task: dict[str, Any]) -> float:

@@ -1,36 +1,94 @@
-"""The CustomerSupport-v0 verifier: the final database must equal the gold one, the customer
-must have been told what they need to know, and no policy rule may have been broken.
+"""The CustomerSupport-v0 verifier: the final database must equal the gold one, the identified
+customer must have been told what they need to know, truthfully, and no policy rule may have
+been broken.
 
-It reads only the trajectory (``info["task"]`` from the scenario, ``info["database"]`` and
-``info["policy_violations"]`` recorded by the env), so stored runs can be re-graded.
+It reads only the trajectory (``info["task"]`` from the scenario, ``info["database"]``,
+``info["policy_violations"]`` and ``info["identified_customers"]`` recorded by the env), so
+stored runs can be re-graded.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import extract_entities, fact_present
+from ...judges.facts import extract_entities, fact_present, seen_text, strip_copied
 from ...trajectory import TerminationReason, Trajectory
-from .db import diff_mismatches
+from .db import diff_mismatches, normalize_id
+
+_WE = r"\b(?:i|we)(?:'ve| have)?(?: (?:just|now|already|successfully|gone ahead and))?"
+_DONE = r"(?<!would )(?<!could )(?<!should )(?<!might )(?<!will )(?<!not )\b(?:has|have) (?:now |already |successfully )?been"
+CLAIMS: dict[str, re.Pattern[str]] = {
+    "refund": re.compile(
+        rf"{_WE} (?:refunded|issued (?:a|the|your|you a) (?:full )?refund|processed (?:a|the|your) (?:full )?refund)"
+        rf"|{_DONE} (?:fully )?refunded|\brefund (?:of \S+ )?(?:has been|was|is being) (?:issued|processed|initiated|sent|made)",
+        re.IGNORECASE,
+    ),
+    "cancel": re.compile(rf"{_WE} cancell?ed|{_DONE} cancell?ed|\bis now cancell?ed", re.IGNORECASE),
+    "exchange": re.compile(
+        rf"{_WE} (?:exchanged|swapped|replaced)|{_DONE} (?:exchanged|swapped|replaced)"
+        r"|\bexchange (?:has been|is|was) (?:confirmed|set up|arranged|processed|created|booked)",
+        re.IGNORECASE,
+    ),
+    "address": re.compile(
+        rf"{_WE} (?:updated|changed) (?:the|your) (?:shipping |delivery )?address"
+        r"|\baddress (?:has been|is now|was) (?:updated|changed)",
+        re.IGNORECASE,
+    ),
+    "escalate": re.compile(
+        rf"{_WE} (?:escalated|(?:opened|created|raised|filed) (?:a|an) (?:\w+ )?(?:ticket|case))|{_DONE} escalated",
+        re.IGNORECASE,
+    ),
+}
+"""Phrases by which the agent tells the customer a change was made, by kind of change. A
+claim is false when no tool call that makes such a change succeeded in the episode."""
+CLAIMED_BY: dict[str, tuple[str, ...]] = {
+    "refund": ("refund_order", "cancel_order"),
+    "cancel": ("cancel_order",),
+    "exchange": ("exchange_item",),
+    "address": ("update_address",),
+    "escalate": ("escalate_to_human", "exchange_item"),
+}
+"""The tools whose success makes each kind of claim true (a cancellation refunds; an exchange
+opens a ticket too)."""
+_TICKET = re.compile(r"\bT-\d+\b")
 
 
 @dataclass(frozen=True)
 class SupportVerifier(Verifier):
-    """Scores a CustomerSupport episode in [0, 1] (tau-bench's criterion, plus information):
+    """Scores a CustomerSupport episode in [0, 1] (tau-bench's criterion, plus information told
+    truthfully). With T = the assistant's messages, less every run of 8 or more words copied
+    from the system prompt (reciting the policy tells the customer nothing):
 
     - ``db_match``: 1 if the final database's digest equals the digest of the initial
       database with the scenario's gold actions replayed, else 0 (``db_errors`` counts the
       rows whose change differs from the gold change);
-    - ``info``: share of the scenario's ``required_info`` strings stated in the assistant's
-      messages (numbers compared in canonical form: "$84.50" = "84.5");
+    - ``info``: share of the scenario's ``required_info`` strings stated in T (numbers
+      compared in canonical form: "$84.50" = "84.5");
+    - ``identified``: 1 if the agent identified the scenario's customer with
+      ``find_customer`` (or the scenario names no customer), else 0: before that it may not
+      read their orders, so it cannot know what it tells them;
+    - ``false_claims``: changes T says were made ("I have refunded ...", "your address has
+      been updated", a ticket id) when no tool call making such a change succeeded, and
+      ticket ids no tool returned;
     - ``policy_violations``: how many times the agent touched data of a customer it had not
-      identified, or refunded outside the return window.
+      identified, or refunded outside the return window;
+    - ``focus``: 1 while T gives at most ``extra_figures`` figures (amounts, ids, dates,
+      numbers) that are neither required information, nor the customer's own words, nor the
+      policy's (window, threshold, today), else (that allowance / their number) ** 2;
+    - ``length``: 1 while the longest assistant message has at most `max_words` words,
+      falling linearly to 0 at three times that.
 
-    ``score = db_match * info * (policy_violations == 0)``. Also logged: ``user_stop`` (the
-    customer ended the conversation rather than a limit).
+    ``score = db_match * info * identified * (policy_violations == 0) * (false_claims == 0) *
+    focus * length``. Also logged: ``user_stop`` (the customer ended the conversation rather
+    than a limit).
     """
+
+    extra_figures: int = 10
+    max_words: int = 150
+    copy_words: int = 8
 
     def verify(self, trajectory: Trajectory) -> JudgeScore:
         task: dict[str, Any] = trajectory.info.get("task", {})
@@ -42,26 +100,71 @@ class SupportVerifier(Verifier):
             )
         db_match = database["hash"] == task["expected_hash"]
         mismatched = diff_mismatches(database["diff"], task["expected_diff"])
-        said = "\n".join(m.content or "" for m in trajectory.messages if m.role == "assistant")
+        prompts = [m.content or "" for m in trajectory.messages if m.role == "system"]
+        texts = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
+        said = "\n".join(strip_copied(text, prompts, self.copy_words) for text in texts)
         entities = extract_entities(said)
         required: list[str] = task.get("required_info", [])
         missing = [fact for fact in required if not fact_present(fact, said, entities)]
         info = 1.0 - len(missing) / len(required) if required else 1.0
+        customer = task.get("customer_id")
+        recorded = trajectory.info.get("identified_customers")
+        identified = customer is None or recorded is None or normalize_id(customer) in recorded
+        false_claims = _false_claims(trajectory, said)
         violations = int(trajectory.info.get("policy_violation_count", len(trajectory.info.get("policy_violations", []))))
-        score = float(db_match) * info * (violations == 0)
+        customer_words = "\n".join(m.content or "" for m in trajectory.messages if m.role == "user")
+        policy = task.get("policy", {})
+        known = set().union(
+            *(extract_entities(fact) for fact in required),
+            extract_entities(customer_words),
+            extract_entities(
+                " ".join(
+                    str(v) for v in (policy.get("return_window_days"), policy.get("dispute_threshold"), task.get("today")) if v is not None
+                )
+            ),
+        )
+        extras = len(entities - known)
+        focus = 1.0 if extras <= self.extra_figures else (self.extra_figures / extras) ** 2
+        longest = max((len(text.split()) for text in texts), default=0)
+        length = max(0.0, 1.0 - max(0, longest - self.max_words) / (2 * self.max_words))
+        score = float(db_match) * info * identified * (violations == 0) * (not false_claims) * focus * length
         notes = ["database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"]
         notes.append(f"told {len(required) - len(missing)}/{len(required)} required facts" + (f" (missing {missing})" if missing else ""))
+        if not identified:
+            notes.append("never identified the customer")
+        if false_claims:
+            notes.append(f"false claims: {', '.join(false_claims)}")
         if violations:
             rules = sorted({v["rule"] for v in trajectory.info.get("policy_violations", [])})
             notes.append(f"{violations} policy violation(s): {', '.join(rules)}")
+        if focus < 1:
+            notes.append(f"{extras} figures beyond what the customer needs")
+        if length < 1:
+            notes.append(f"a message of {longest} words")
         components = {
             "db_match": float(db_match),
             "db_errors": float(len(mismatched)),
             "info": info,
+            "identified": float(identified),
+            "false_claims": float(len(false_claims)),
             "policy_violations": float(violations),
+            "focus": focus,
+            "extra_figures": float(extras),
+            "length": length,
             "user_stop": float(trajectory.termination is TerminationReason.USER_STOP),
         }
         return JudgeScore(score=score, explanation="; ".join(notes), components=components)
+
+
+def _false_claims(trajectory: Trajectory, said: str) -> list[str]:
+    """The kinds of change `said` claims without a successful tool call making one, and the
+    ticket ids it gives that no tool result showed."""
+    names = {call.id: call.function.name for m in trajectory.messages if m.role == "assistant" for call in m.tool_calls or []}
+    done = {names.get(m.tool_call_id or "") for m in trajectory.messages if m.role == "tool" and not (m.content or "").startswith("Error")}
+    false = [kind for kind, pattern in CLAIMS.items() if pattern.search(said) and not done & set(CLAIMED_BY[kind])]
+    shown = set(_TICKET.findall(seen_text(trajectory.messages)))
+    false += [f"ticket {ticket}" for ticket in sorted(set(_TICKET.findall(said)) - shown)]
+    return false
 
 
 __all__ = ["SupportVerifier"]
