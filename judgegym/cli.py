@@ -395,7 +395,8 @@ def demo_command(
     console.print(
         f"GRPO on RagSupport-v0 (answer from the prefetched article, single-fact questions): SmolLM2-135M-Instruct + LoRA, "
         f"{steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} answers, train reward {config.judge}; "
-        f"held-out: {config.eval_episodes} test scenarios, greedy, reward {config.eval_judge}."
+        f"held-out: {config.eval_episodes} test scenarios, greedy, reward {config.eval_judge}.",
+        soft_wrap=True,
     )
     try:
         trainer = _load_trainer(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,3 +97,23 @@ def test_no_module_imports_a_higher_layer():
             if _layer(target) < _layer(own) and (own, ".".join(parts[1:3])) not in ALLOWED_UPWARD:
                 upward.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_the_readme_example_runs_and_scores_what_it_says():
+    """The "Use it" block is a real episode: run it as written, and the comment on `reward` is
+    what the verifier gives; a placeholder citation in the same answer earns no citation."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Use it", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    stated = re.search(r"^reward\s+# ([0-9.]+)", block, re.M)
+    assert stated and namespace["reward"] == pytest.approx(float(stated.group(1)))
+    assert namespace["terminated"] is True
+
+    env = gym.make("RagSupport-v0", split="train")
+    env.reset(seed=0)
+    env.step('<tool_call>{"name": "read", "arguments": {"doc_id": "horizon-4-lite-warranty"}}</tool_call>')
+    env.step('<tool_call>{"name": "read", "arguments": {"doc_id": "horizon-4-pro-warranty"}}</tool_call>')
+    answer = "No: you have 30 days to return the Horizon 4 Lite [doc-id] and 45 days for the Horizon 4 Pro [doc-id], 15 days more."
+    *_, info = env.step(answer)
+    assert info["components"]["citation"] == 0.0 and info["components"]["recall"] == 1.0
