@@ -507,6 +507,13 @@ def judge_bench_command(
     ),
     model: Annotated[str | None, typer.Option("--model", metavar="MODEL", help="Model of an LLM judge: --judge ruler --model M.")] = None,
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model.")] = None,
+    schema: Annotated[
+        bool | None,
+        typer.Option(
+            "--schema/--no-schema",
+            help="RULER: ask for the reply in a JSON schema, or never (default: where litellm says the model supports it).",
+        ),
+    ] = None,
     group_size: Annotated[
         int | None, typer.Option("--group-size", metavar="G", min=2, max=8, help="Responses per generated group (default: all 8).")
     ] = None,
@@ -539,9 +546,14 @@ def judge_bench_command(
         spec = f"{kind}:{model}"
     if api_base is not None and kind not in ("ruler", "rubric"):
         raise _fail(f"--api-base goes with an LLM judge (ruler, rubric), not {judge!r}")
+    if schema is not None and kind != "ruler":
+        raise _fail(f"--schema / --no-schema go with --judge ruler, not {judge!r}")
+    options: dict[str, Any] = {"api_base": api_base} if api_base else {}
+    if schema is not None:
+        options["structured"] = schema
     _check_env(env, {})
     try:
-        the_judge = make_judge(spec, env_id=env, **({"api_base": api_base} if api_base else {}))
+        the_judge = make_judge(spec, env_id=env, **options)
     except (ValueError, TypeError, ImportError) as exc:
         raise _fail(f"cannot make judge {spec!r}: {exc}") from None
     if groups is not None:

@@ -287,6 +287,7 @@ def test_cli_counts_a_failing_judge(monkeypatch):
         (["--generate", "2", "--model", "openai/gpt-4o-mini"], "--model goes with an LLM judge"),
         (["--generate", "2", "--api-base", "http://localhost:8000/v1"], "--api-base goes with an LLM judge"),
         (["--generate", "2", "--env", "Nope-v0"], "unknown env 'Nope-v0'"),
+        (["--generate", "2", "--schema"], "go with --judge ruler"),
     ],
 )
 def test_cli_wrong_arguments(args, message):
@@ -299,3 +300,21 @@ def test_cli_verifier_needs_gold_data(tmp_path):
     path.write_text(json.dumps(GOOD) + "\n")
     result = runner.invoke(app, ["judge-bench", "--groups", str(path), "--judge", "verifier"])
     assert result.exit_code == 2 and "group 'q'" in result.output and "gold_facts" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--schema", "--no-schema"])
+def test_cli_ruler_schema_flag_reaches_the_request(flag, monkeypatch, tmp_path):
+    from openai_stub import StubServer
+
+    stub = StubServer()
+    stub.default = json.dumps({"scores": [{"id": "1", "explanation": "a", "score": 0.9}, {"id": "2", "explanation": "b", "score": 0.1}]})
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setattr("judgegym.judges.llm.DEFAULT_CACHE_DIR", tmp_path / "cache")
+    try:
+        args = ["judge-bench", "--generate", "2", "--group-size", "2", "--judge", "ruler", "--model", "openai/judge-model"]
+        result = runner.invoke(app, [*args, "--api-base", stub.api_base, flag, "--json"])
+    finally:
+        stub.close()
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_groups"] == 2 and len(stub.requests) >= 2  # each group in two orders
+    assert all(("response_format" in r) == (flag == "--schema") for r in stub.requests)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from judgegym.judges.ruler import (
     RulerJudge,
     build_prompt,
     parse_scores,
+    reply_format,
     ruler,
     ruler_score_group,
 )
@@ -317,3 +319,72 @@ def test_tool_results_repeated_after_the_shared_prefix_are_shown_once():
     assert text.count("Warranty details.") == 30  # once, not twice
     assert text.count("(result R1)") == 2
     assert build_prompt([a, b], dedup=False)[1]["content"].count("Warranty details.") == 60
+
+
+# -- structured output ----------------------------------------------------------------------
+
+
+def test_a_model_litellm_knows_nothing_about_gets_the_prompt_alone(stub, judge_options):
+    stub.script = [reply(0.9, 0.3)]
+    judge = RulerJudge("openai/judge-model", **judge_options)
+    assert [s.score for s in run(judge.score_group(group("a", "b")))] == [0.9, 0.3]
+    assert "response_format" not in stub.requests[0] and judge.uses_schema is False
+
+
+def test_structured_asks_for_the_schema_and_needs_no_correction(stub, judge_options):
+    stub.script = [reply(0.2, 0.7, 1.0)]
+    judge = RulerJudge("openai/judge-model", structured=True, **judge_options)
+    scores = run(judge.score_group(group("a", "b", "c")))
+    assert [s.score for s in scores] == [0.2, 0.7, 1.0] and len(stub.requests) == 1
+    form = stub.requests[0]["response_format"]
+    assert form["type"] == "json_schema" and form["json_schema"]["strict"] is True
+    entry = form["json_schema"]["schema"]["properties"]["scores"]["items"]
+    assert entry["properties"]["id"]["enum"] == ["1", "2", "3"] and set(entry["required"]) == {"id", "explanation", "score"}
+
+
+def test_a_schema_reply_is_still_validated(stub, judge_options):
+    """The schema carries no range (not every provider accepts one): 7 is caught by the
+    validation and corrected, on the same schema."""
+    stub.script = [reply(7, 0.1), reply(0.7, 0.1)]
+    scores = run(RulerJudge("openai/judge-model", structured=True, **judge_options).score_group(group("a", "b")))
+    assert [s.score for s in scores] == [0.7, 0.1]
+    assert all("response_format" in r for r in stub.requests) and "outside 0 to 1" in stub.requests[1]["messages"][-1]["content"]
+
+
+def test_auto_uses_the_schema_where_litellm_says_so_and_falls_back_once_if_refused(stub, judge_options):
+    """litellm lists gpt-4o-mini as schema-capable; the endpoint here refuses the parameter
+    with a 400, so the judge asks again by prompt alone, and keeps to that."""
+    stub.script = [{"status": 400, "content": "response_format is not supported"}, reply(0.8, 0.1), reply(0.5, 0.6)]
+    judge = RulerJudge("openai/gpt-4o-mini", **judge_options)
+    assert judge.uses_schema is True
+    assert [s.score for s in run(judge.score_group(group("a", "b")))] == [0.8, 0.1]
+    assert [s.score for s in run(judge.score_group(group("c", "d")))] == [0.5, 0.6]
+    assert ["response_format" in r for r in stub.requests] == [True, False, False] and judge.uses_schema is False
+
+
+def test_a_refused_schema_the_user_asked_for_is_a_loud_error(stub, judge_options):
+    stub.script = [{"status": 400, "content": "response_format is not supported"}]
+    with pytest.raises(JudgeError, match="not supported"):
+        run(RulerJudge("openai/gpt-4o-mini", structured=True, **judge_options).score_group(group("a", "b")))
+    assert len(stub.requests) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda n: st.tuples(st.permutations([str(i) for i in range(1, n + 1)]), st.lists(st.floats(0, 1), min_size=n, max_size=n))
+    )
+)
+def test_every_reply_the_schema_allows_with_valid_scores_parses(case):
+    ids, scores = case
+    schema = reply_format(sorted(ids, key=int))["json_schema"]["schema"]
+    text = json.dumps({"scores": [{"id": i, "explanation": "x", "score": s} for i, s in zip(ids, scores, strict=True)]})
+    jsonschema.validate(json.loads(text), schema)
+    parsed = parse_scores(text, sorted(ids, key=int))
+    assert {i: parsed[i][0] for i in ids} == dict(zip(ids, scores, strict=True))
+
+
+def test_the_in_process_model_refuses_a_schema_it_cannot_follow():
+    with pytest.raises(ValueError, match="cannot constrain"):
+        RulerJudge("local/smollm2-135m-instruct", structured=True)
+    assert RulerJudge("local/smollm2-135m-instruct").uses_schema is False

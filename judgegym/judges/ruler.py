@@ -2,8 +2,9 @@
 others, which is what GRPO needs (it only uses the ranking inside a group).
 
 The prompt sends the group's shared conversation prefix once, the tool schemas once, and
-each trajectory's distinct remainder under a short id; the reply is validated against the
-exact id set and range, with one corrective retry.
+each trajectory's distinct remainder under a short id; where the provider supports it the
+reply is asked for in a JSON schema; either way it is validated against the exact id set and
+range, with one corrective retry.
 """
 
 from __future__ import annotations
@@ -249,6 +250,43 @@ def correction(problems: list[str], ids: Sequence[str]) -> str:
     )
 
 
+def reply_format(ids: Sequence[str]) -> dict[str, Any]:
+    """The ``response_format`` that asks for the reply `parse_scores` reads, as a strict JSON
+    schema: ``{"scores": [{"id", "explanation", "score"}]}`` with ``id`` one of `ids`.
+
+    It keeps to the subset every provider with schema support accepts (all fields required,
+    no extra fields, no numeric or length limits), so the range and the one-entry-per-id rule
+    are still checked by `parse_scores`, with the corrective retry.
+    """
+    entry = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "enum": [str(i) for i in ids]},
+            "explanation": {"type": "string"},
+            "score": {"type": "number"},
+        },
+        "required": ["id", "explanation", "score"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "type": "object",
+        "properties": {"scores": {"type": "array", "items": entry}},
+        "required": ["scores"],
+        "additionalProperties": False,
+    }
+    return {"type": "json_schema", "json_schema": {"name": "judge_scores", "strict": True, "schema": schema}}
+
+
+def supports_schema(model: str) -> bool:
+    """Whether litellm knows `model` to accept a JSON-schema ``response_format``."""
+    from .llm import import_litellm
+
+    try:
+        return bool(import_litellm().supports_response_schema(model=model))
+    except Exception:  # a provider litellm cannot map: it does not say, so don't assume
+        return False
+
+
 # -- the judge ----------------------------------------------------------------------------
 
 
@@ -264,6 +302,13 @@ class RulerJudge(Judge):
             seeded shuffles) and average, to cancel position bias. Default 1.
         max_corrections: corrective retries after an invalid reply (default 1).
         max_message_chars: longer message contents are cut with a marker (context control).
+        structured: ask for the reply in a JSON schema (`reply_format`, sent as
+            ``response_format``). Default None: where litellm says the model supports it
+            (``litellm.supports_response_schema``), falling back to the prompt alone, for
+            the rest of this judge's life, if the provider rejects the request. True: always
+            (a vLLM, SGLang or llama.cpp server behind ``hosted_vllm/`` or ``openai/`` with
+            an `api_base` supports it, though litellm cannot know); False: never. The reply
+            is validated the same way on both paths.
         **llm: `JudgeLLM` options: api_base, api_key, temperature, max_tokens, timeout,
             retries, max_concurrency, cache, cache_dir, extra.
 
@@ -282,15 +327,30 @@ class RulerJudge(Judge):
         shuffles: int = 1,
         max_corrections: int = 1,
         max_message_chars: int = 4000,
+        structured: bool | None = None,
         **llm: Any,
     ):
         if shuffles < 1:
             raise ValueError(f"shuffles must be >= 1, got {shuffles}")
+        if structured and model.startswith("local/"):
+            raise ValueError(
+                f"{model!r} runs in-process and cannot constrain its reply to a schema: leave structured unset, "
+                "or serve the model with an engine that can (vLLM, SGLang, llama_cpp.server) and set api_base"
+            )
         self.llm = JudgeLLM(model, **llm)
         self.rubric = rubric
         self.shuffles = shuffles
         self.max_corrections = max_corrections
         self.max_message_chars = max_message_chars
+        self.structured = structured
+        self._may_fall_back = structured is None  # only a schema this judge chose itself
+
+    @property
+    def uses_schema(self) -> bool:
+        """Whether the next call asks for the reply in a JSON schema (see `structured`)."""
+        if self.structured is None:
+            self.structured = supports_schema(self.llm.model)
+        return self.structured
 
     @property
     def usage(self) -> Usage:
@@ -346,7 +406,7 @@ class RulerJudge(Judge):
         ids = [str(i) for i in range(1, len(trajectories) + 1)]
         usage = Usage()
         for attempt in range(self.max_corrections + 1):
-            reply, call_usage = await self.llm.complete(messages)
+            reply, call_usage = await self._complete(messages, ids)
             usage.add(call_usage)
             try:
                 return parse_scores(reply, ids), usage
@@ -362,6 +422,28 @@ class RulerJudge(Judge):
                     {"role": "user", "content": correction(exc.problems, ids)},
                 ]
         raise AssertionError("unreachable")
+
+    async def _complete(self, messages: list[dict[str, str]], ids: list[str]) -> tuple[str, Usage]:
+        if not self.uses_schema:
+            return await self.llm.complete(messages)
+        try:
+            message, usage = await self.llm.complete_message(messages, response_format=reply_format(ids))
+        except JudgeError as exc:
+            if not self._may_fall_back or not _rejected_format(exc.__cause__):
+                raise
+            log.warning("judge %r rejected a JSON-schema response_format (%s); asking by prompt alone", self.llm.model, exc.__cause__)
+            self.structured = self._may_fall_back = False
+            return await self.llm.complete(messages)
+        return message.get("content") or "", usage
+
+
+def _rejected_format(exc: BaseException | None) -> bool:
+    """Whether `exc` is a provider refusing the request itself (400-class or a parameter
+    litellm cannot map), as opposed to a transport failure worth no fallback."""
+    from .llm import import_litellm
+
+    litellm = import_litellm()
+    return isinstance(exc, (litellm.BadRequestError, litellm.UnsupportedParamsError))
 
 
 async def ruler(
@@ -403,6 +485,7 @@ __all__ = [
     "parse_scores",
     "render_message",
     "render_tools",
+    "reply_format",
     "ruler",
     "ruler_score_group",
 ]
