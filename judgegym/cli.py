@@ -506,7 +506,9 @@ def judge_bench_command(
         "verifier"
     ),
     model: Annotated[str | None, typer.Option("--model", metavar="MODEL", help="Model of an LLM judge: --judge ruler --model M.")] = None,
-    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model.")] = None,
+    api_base: Annotated[
+        str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model (several: comma-separated).")
+    ] = None,
     schema: Annotated[
         bool | None,
         typer.Option(

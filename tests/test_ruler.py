@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from openai_stub import StubServer
 
 from judgegym import Group, Trajectory
-from judgegym.judges.llm import JudgeError
+from judgegym.judges.llm import JudgeError, JudgeLLM
 from judgegym.judges.ruler import (
     JudgeReplyError,
     RulerJudge,
@@ -388,3 +388,72 @@ def test_the_in_process_model_refuses_a_schema_it_cannot_follow():
     with pytest.raises(ValueError, match="cannot constrain"):
         RulerJudge("local/smollm2-135m-instruct", structured=True)
     assert RulerJudge("local/smollm2-135m-instruct").uses_schema is False
+
+
+# -- several endpoints of one model ---------------------------------------------------------
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture
+def stubs():
+    servers = [StubServer(), StubServer()]
+    yield servers
+    for server in servers:
+        server.close()
+
+
+def _calls(llm: JudgeLLM, n: int) -> list[str]:
+    async def go():
+        return await asyncio.gather(*(llm.complete([{"role": "user", "content": f"call {i}"}]) for i in range(n)))
+
+    return [text for text, _ in run(go())]
+
+
+def test_calls_spread_over_endpoints_by_calls_in_flight(stubs, tmp_path):
+    for server in stubs:
+        server.default = {"content": "ok", "delay": 0.3}
+    llm = JudgeLLM("openai/m", api_base=[s.api_base for s in stubs], api_key="k", cache=False, max_concurrency=2)
+    assert _calls(llm, 8) == ["ok"] * 8
+    assert [len(s.requests) for s in stubs] == [4, 4] and llm.usage.failovers == 0
+
+
+def test_a_dead_a_failing_or_a_slow_endpoint_loses_no_call(stubs, tmp_path):
+    good, bad = stubs
+    good.default = "ok"
+    bad.default = {"status": 500, "content": "boom"}
+    for broken in (bad.api_base, _closed_port_url()):
+        llm = JudgeLLM("openai/m", api_base=f"{broken},{good.api_base}", api_key="k", cache=False, retries=1, timeout=2.0)
+        assert _calls(llm, 6) == ["ok"] * 6
+        assert llm.usage.failovers >= 1 and llm.usage.calls == 6
+    bad.default, before = {"content": "late", "delay": 3.0}, len(bad.requests)
+    llm = JudgeLLM("openai/m", api_base=[bad.api_base, good.api_base], api_key="k", cache=False, retries=1, timeout=1.0)
+    assert _calls(llm, 4) == ["ok"] * 4
+    sent_to_slow = len(bad.requests) - before  # the calls it held when the first timed out; then it rests
+    assert sent_to_slow <= 2 and llm.usage.failovers == sent_to_slow
+
+
+def test_all_endpoints_down_is_one_clear_error(stubs):
+    for server in stubs:
+        server.default = {"status": 503, "content": "overloaded"}
+    urls = [s.api_base for s in stubs]
+    llm = JudgeLLM("openai/m", api_base=urls, api_key="k", cache=False, retries=1)
+    with pytest.raises(JudgeError, match=r"failed after 2 attempt\(s\), the last at http://127\.0\.0\.1"):
+        _calls(llm, 1)
+    assert [len(s.requests) for s in stubs] == [1, 1]
+
+
+def test_endpoint_lists_are_checked():
+    assert JudgeLLM("openai/m", api_base=" http://a/v1 , http://b/v1").api_base == ["http://a/v1", "http://b/v1"]
+    assert JudgeLLM("openai/m", api_base="http://a/v1").api_base == "http://a/v1"
+    with pytest.raises(ValueError, match="twice"):
+        JudgeLLM("openai/m", api_base=["http://a/v1", "http://a/v1"])
+    with pytest.raises(ValueError, match="empty endpoint"):
+        JudgeLLM("openai/m", api_base="http://a/v1,")

@@ -1,5 +1,5 @@
 """The LLM call behind every LLM judge: litellm, transport retries, a timeout, a disk cache,
-a concurrency limit, and token / cost accounting.
+a concurrency limit, one or several endpoints of the same model, and token / cost accounting.
 
 litellm is imported on first use (it is slow to import and, unless told otherwise, fetches a
 cost map from the network at import; we tell it otherwise).
@@ -8,11 +8,14 @@ cost map from the network at import; we tell it otherwise).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import time
 import weakref
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,9 +64,12 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    failovers: int = 0
+    """Calls that failed on one endpoint (timeout, connection error, 429, 5xx) and were tried
+    again on another."""
 
     def add(self, other: Usage) -> None:
-        for name in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost"):
+        for name in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost", "failovers"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
@@ -74,12 +80,19 @@ class JudgeLLM:
     Args:
         model: any litellm model name: ``openai/gpt-4o-mini``, ``anthropic/claude-...``,
             ``hosted_vllm/NAME`` (with `api_base`), ``ollama/NAME``, ``local/smollm2-135m-instruct``.
-        api_base, api_key: endpoint overrides (api_key falls back to the provider's env var).
+        api_base: the endpoint, or several endpoints serving the same model (a list, or URLs
+            separated by commas), e.g. one vLLM server per GPU. Each call goes to the
+            endpoint with the fewest calls in flight among those not resting after a failure;
+            a call that fails there (timeout, connection error, 429, 5xx) is retried on
+            another one and counted in ``usage.failovers``. A failing endpoint rests for 5 s,
+            then 10 s, ... up to 60 s, and is back in turn after its next success.
+        api_key: the endpoints' key (falls back to the provider's env var).
         temperature, max_tokens, seed: sampling parameters sent with every call.
         timeout: seconds per call; a call that takes longer is retried.
         retries: attempts for transient failures (connection errors, timeouts, 429, 5xx),
-            with exponential backoff (0.5 s, 1 s, 2 s, ... capped at 8 s).
-        max_concurrency: calls in flight at once from this object.
+            with exponential backoff (0.5 s, 1 s, 2 s, ... capped at 8 s); with several
+            endpoints, at least one attempt per endpoint.
+        max_concurrency: calls in flight at once from this object, per endpoint.
         cache: reuse replies from the disk cache (keyed by model, messages and parameters);
             `cache_dir` defaults to `DEFAULT_CACHE_DIR`. The cache is SQLite-backed
             (diskcache) and safe with concurrent processes.
@@ -87,7 +100,7 @@ class JudgeLLM:
     """
 
     model: str
-    api_base: str | None = None
+    api_base: str | Sequence[str] | None = None
     api_key: str | None = None
     temperature: float = 0.0
     max_tokens: int = 1024
@@ -101,7 +114,14 @@ class JudgeLLM:
     usage: Usage = field(default_factory=Usage)
 
     def __post_init__(self) -> None:
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+        bases = self.api_base.split(",") if isinstance(self.api_base, str) else list(self.api_base or [None])
+        bases = [b.strip() if isinstance(b, str) else b for b in bases]
+        if not bases or any(b == "" for b in bases):
+            raise ValueError(f"api_base has an empty endpoint: {self.api_base!r}")
+        if len(set(bases)) != len(bases):
+            raise ValueError(f"api_base names an endpoint twice: {self.api_base!r}")
+        self.api_base = bases[0] if len(bases) == 1 else bases
+        self._endpoints = [_Endpoint(base) for base in bases]
         self._cache: Any = None
 
     @property
@@ -127,11 +147,13 @@ class JudgeLLM:
             self._cache = diskcache.Cache(str(self.cache_dir or DEFAULT_CACHE_DIR))
         return self._cache
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if loop not in self._semaphores:
-            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
-        return self._semaphores[loop]
+    def _pick(self, avoid: _Endpoint | None) -> _Endpoint:
+        """The endpoint for the next attempt: not resting if any is not, not the one that
+        just failed if another exists, then the fewest calls in flight (queued included)."""
+        now = time.monotonic()
+        candidates = [e for e in self._endpoints if e.resting_until <= now] or self._endpoints
+        candidates = [e for e in candidates if e is not avoid] or candidates
+        return min(candidates, key=lambda e: (e.in_flight, e.resting_until))
 
     async def complete(self, messages: list[dict[str, Any]]) -> tuple[str, Usage]:
         """The reply text to `messages` and what it cost. Raises `JudgeError` when the call
@@ -161,25 +183,42 @@ class JudgeLLM:
             from ..models import register_local_provider
 
             register_local_provider()
+        params.pop("api_base", None)
+        attempts = max(1, self.retries, len(self._endpoints))
+        failed: _Endpoint | None = None
+        failovers, tries, last = 0, 0, None
         try:
-            async with self._semaphore():
-                async for attempt in AsyncRetrying(
-                    stop=stop_after_attempt(max(1, self.retries)),
-                    wait=wait_exponential(multiplier=0.5, max=8),
-                    retry=retry_if_exception(_transient),
-                    reraise=True,
-                ):
-                    with attempt:
-                        response = await litellm.acompletion(
-                            model=self.model,
-                            messages=messages,
-                            api_key=self.api_key,
-                            timeout=self.timeout,
-                            num_retries=0,
-                            **params,
-                        )
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(attempts),
+                wait=wait_exponential(multiplier=0.5, max=8) if len(self._endpoints) == 1 else _wait_unless_fresh(self),
+                retry=retry_if_exception(_transient),
+                reraise=True,
+            ):
+                with attempt:
+                    endpoint = self._pick(failed)
+                    tries, last = tries + 1, endpoint.base
+                    if failed is not None and endpoint is not failed:
+                        failovers += 1
+                    try:
+                        async with endpoint.slot(self.max_concurrency):
+                            response = await litellm.acompletion(
+                                model=self.model,
+                                messages=messages,
+                                api_key=self.api_key,
+                                timeout=self.timeout,
+                                num_retries=0,
+                                **({"api_base": endpoint.base} if endpoint.base else {}),
+                                **params,
+                            )
+                    except Exception as exc:
+                        if _transient(exc):
+                            endpoint.failed()
+                            failed = endpoint
+                        raise
+                    endpoint.succeeded()
         except Exception as exc:
-            raise JudgeError(f"model {self.model!r} failed after {self.retries} attempt(s): {type(exc).__name__}: {exc}") from exc
+            tried = f"{tries} attempt(s)" + (f", the last at {last}" if len(self._endpoints) > 1 else "")
+            raise JudgeError(f"model {self.model!r} failed after {tried}: {type(exc).__name__}: {exc}") from exc
         reply = response.choices[0].message
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or ""}
         calls = getattr(reply, "tool_calls", None)
@@ -188,11 +227,54 @@ class JudgeLLM:
                 {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
                 for c in calls
             ]
-        usage = Usage(calls=1, **_token_counts(response), cost=_cost(litellm, response))
+        usage = Usage(calls=1, **_token_counts(response), cost=_cost(litellm, response), failovers=failovers)
         self.usage.add(usage)
         if self.cache:
             self._disk().set(key, message if calls else message["content"])
         return message, usage
+
+
+class _Endpoint:
+    """One server of a `JudgeLLM`: its calls in flight, a concurrency limit per event loop, and
+    how long it rests after failures."""
+
+    def __init__(self, base: str | None):
+        self.base = base
+        self.in_flight = 0
+        self.failures = 0
+        self.resting_until = 0.0
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, limit: int) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.setdefault(loop, asyncio.Semaphore(limit))
+        self.in_flight += 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            self.in_flight -= 1
+
+    def failed(self) -> None:
+        self.failures += 1
+        self.resting_until = time.monotonic() + min(60.0, 5.0 * 2 ** (self.failures - 1))
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.resting_until = 0.0
+
+
+def _wait_unless_fresh(llm: JudgeLLM) -> Any:
+    """Between attempts with several endpoints: none while one is not resting (the retry
+    goes there at once), else the usual backoff."""
+    backoff = wait_exponential(multiplier=0.5, max=8)
+
+    def wait(retry_state: Any) -> float:
+        now = time.monotonic()
+        return 0.0 if any(e.resting_until <= now for e in llm._endpoints) else backoff(retry_state)
+
+    return wait
 
 
 def _token_counts(response: Any) -> dict[str, int]:

@@ -804,6 +804,7 @@ def _judge_usage(judge: Judge) -> dict[str, float]:
         "prompt_tokens": float(usage.prompt_tokens),
         "completion_tokens": float(usage.completion_tokens),
         "cost": float(usage.cost),
+        "failovers": float(usage.failovers),
     }
 
 
