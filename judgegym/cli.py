@@ -523,12 +523,17 @@ def judge_bench_command(
     concurrency: Annotated[int, typer.Option(metavar="N", min=1, help="Groups scored at once.")] = 8,
     save: Annotated[Path | None, typer.Option("--save", metavar="FILE", help="Write the groups here (JSONL, external format).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="Write the report as JSON here and its calibration plot beside it (FILE.png)."),
+    ] = None,
 ) -> None:
     """Measure how well a judge orders responses of known quality: pairwise accuracy, Kendall
-    tau, top-1 accuracy, position and length bias."""
+    tau, top-1 accuracy, position and length bias, mean score per tier and label."""
     from .benchmarks.judge_bench import (
         GroupFileError,
         GroupScores,
+        calibration_plot,
         generate_groups,
         load_labelled_groups,
         run_judge_bench,
@@ -610,14 +615,20 @@ def judge_bench_command(
         console.print(table)
         if report.by_label:
             labels = Table(title="mean score per response kind")
-            for header in ("label", "tier", "responses", "mean score"):
+            for header in ("label", "tier", "responses", "mean score", "95% interval"):
                 labels.add_column(header, justify="left" if header == "label" else "right")
             for row in report.by_label:
-                labels.add_row(row.label, str(row.tier), str(row.n), f"{row.mean_score:.3f}")
+                labels.add_row(row.label, str(row.tier), str(row.n), f"{row.mean_score:.3f}", f"[{row.ci_low:.3f}, {row.ci_high:.3f}]")
             console.print(labels)
         if report.failures:
             group_id, error = next(iter(report.failures.items()))
             console.print(f"[bold red]{report.n_failed} groups failed[/]; first ({escape(group_id)}): {escape(error)}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report.model_dump(), indent=2) + "\n")
+        plot = calibration_plot(report, out.with_suffix(".png"), title=f"judge-bench: {spec} ({len(labelled)} groups)")
+        if not json_out:
+            console.print(f"report: {out}; calibration plot: {plot}", markup=False, highlight=False, soft_wrap=True)
     if report.n_groups == 0:
         raise typer.Exit(code=1)
 

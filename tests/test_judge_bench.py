@@ -318,3 +318,18 @@ def test_cli_ruler_schema_flag_reaches_the_request(flag, monkeypatch, tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["n_groups"] == 2 and len(stub.requests) >= 2  # each group in two orders
     assert all(("response_format" in r) == (flag == "--schema") for r in stub.requests)
+
+
+def test_cli_out_writes_the_report_and_its_calibration_plot(tmp_path):
+    out = tmp_path / "bench" / "verifier.json"
+    result = runner.invoke(app, ["judge-bench", "--generate", "4", "--judge", "verifier", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    tiers = [row["tier"] for row in report["by_tier"]]
+    assert tiers == sorted(set(PERTURBATIONS.values()), reverse=True)
+    for row in report["by_tier"] + report["by_label"]:
+        assert row["ci_low"] <= row["mean_score"] <= row["ci_high"] and row["n"] >= 4
+    faithful = next(row for row in report["by_tier"] if row["tier"] == 6)
+    assert faithful["mean_score"] == 1.0  # the reference answer and its verbose variant
+    png = out.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "calibration plot" in result.output

@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from scipy import stats
 
+from ..evaluation.stats import bootstrap_ci
 from ..jsonl import read_records
 from ..judges.base import Judge
 from ..judges.facts import extract_entities
@@ -575,12 +576,26 @@ def position_bias(results: Sequence[GroupScores]) -> float | None:
 
 
 class LabelSummary(BaseModel):
-    """The judge's mean score for one perturbation (or tier) across the scored groups."""
+    """The judge's mean score for one perturbation (or tier) across the scored groups, with a
+    95% bootstrap interval of that mean."""
 
     label: str
     tier: int
     n: int
     mean_score: float
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+
+
+class TierSummary(BaseModel):
+    """The judge's mean score for one tier across the scored groups, with a 95% bootstrap
+    interval: a calibrated judge's means rise with the tier."""
+
+    tier: int
+    n: int
+    mean_score: float
+    ci_low: float
+    ci_high: float
 
 
 class JudgeBenchReport(BaseModel):
@@ -600,6 +615,7 @@ class JudgeBenchReport(BaseModel):
     n_failed: int
     judge: str = ""
     length_bias_by_tier: dict[int, float] = Field(default_factory=dict)
+    by_tier: list[TierSummary] = Field(default_factory=list)
     by_label: list[LabelSummary] = Field(default_factory=list)
     failures: dict[str, str] = Field(default_factory=dict)
 
@@ -618,11 +634,13 @@ def summarize_agreement(results: Sequence[GroupScores], judge: str = "") -> Judg
         if tau is not None:
             taus.append(tau)
     by_label: dict[str, list[float]] = defaultdict(list)
+    by_tier: dict[int, list[float]] = defaultdict(list)
     tier_of: dict[str, int] = {}
     for r in scored:
         assert r.scores is not None
         for label, tier, score in zip(r.labels, r.tiers, r.scores, strict=True):
             by_label[label].append(score)
+            by_tier[tier].append(score)
             tier_of[label] = tier
     return JudgeBenchReport(
         judge=judge,
@@ -635,12 +653,68 @@ def summarize_agreement(results: Sequence[GroupScores], judge: str = "") -> Judg
         n_groups=len(scored),
         n_pairs=pairs,
         n_failed=len(results) - len(scored),
+        by_tier=[TierSummary(tier=tier, **_mean_with_interval(values)) for tier, values in sorted(by_tier.items(), reverse=True)],
         by_label=[
-            LabelSummary(label=label, tier=tier_of[label], n=len(values), mean_score=float(np.mean(values)))
+            LabelSummary(label=label, tier=tier_of[label], **_mean_with_interval(values))
             for label, values in sorted(by_label.items(), key=lambda item: (-tier_of[item[0]], item[0]))
         ],
         failures={r.group_id: r.error or "" for r in results if r.scores is None},
     )
+
+
+def _mean_with_interval(values: Sequence[float]) -> dict[str, Any]:
+    low, high = bootstrap_ci(values)
+    return {"n": len(values), "mean_score": float(np.mean(values)), "ci_low": low, "ci_high": high}
+
+
+def calibration_plot(report: JudgeBenchReport, path: str | Path, *, title: str = "") -> Path:
+    """A PNG of the report: the judge's mean score per tier with 95% bootstrap intervals (left;
+    a calibrated judge rises with the tier), and the table of mean scores per label (right).
+    Returns `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.6), dpi=120, gridspec_kw={"width_ratios": [1, 1.25]})
+    tiers = sorted(report.by_tier, key=lambda t: t.tier)
+    if tiers:
+        x = [t.tier for t in tiers]
+        means = [t.mean_score for t in tiers]
+        errors = [[m - t.ci_low for m, t in zip(means, tiers, strict=True)], [t.ci_high - m for m, t in zip(means, tiers, strict=True)]]
+        left.errorbar(x, means, yerr=errors, marker="o", capsize=4, label="mean score (95% bootstrap interval)")
+        left.set_xticks(x)
+        left.legend(loc="upper left", fontsize="small")
+    left.set_xlabel("quality tier (higher is better)")
+    left.set_ylabel("judge score")
+    left.set_ylim(-0.05, 1.05)
+    left.grid(alpha=0.3)
+    metrics = ", ".join(
+        f"{name} {value:.3f}"
+        for name, value in (("pairwise", report.pairwise_accuracy), ("tau", report.kendall_tau), ("top-1", report.top1_accuracy))
+        if value is not None
+    )
+    left.set_title(f"mean score by tier ({report.n_groups} groups; {metrics or 'no group scored'})", fontsize="medium")
+    right.axis("off")
+    rows = [
+        [row.label, str(row.tier), str(row.n), f"{row.mean_score:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"] for row in report.by_label
+    ]
+    if rows:
+        table = right.table(
+            cellText=rows, colLabels=["label", "tier", "responses", "mean score [95% CI]"], loc="upper center", cellLoc="left"
+        )
+        table.auto_set_font_size(False)
+        table.set_fontsize(8.5)
+        table.auto_set_column_width(list(range(4)))
+        table.scale(1.0, 1.3)
+    right.set_title("mean score per label", fontsize="medium")
+    figure.suptitle(title or f"judge-bench: {report.judge or 'judge'}")
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
 
 
 async def run_judge_bench(
@@ -665,6 +739,8 @@ __all__ = [
     "GroupScores",
     "JudgeBenchReport",
     "LabelSummary",
+    "TierSummary",
+    "calibration_plot",
     "generate_groups",
     "group_record",
     "kendall_tau",
