@@ -2,7 +2,7 @@
 # Regenerate docs/leaderboard.md and docs/leaderboard.png: every agent that runs on a CPU, on
 # the test split of every env. Runs are resumable: rerunning skips the episodes already in
 # runs/leaderboard/*.jsonl, so an interrupted regeneration picks up where it stopped.
-# About 1.5 hours on 2 CPU cores, nearly all of it SmolLM2-135M generating.
+# About 25 minutes on 2 CPU cores (measured 2026-12-01), most of it SmolLM2-135M generating.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JUDGEGYM=${JUDGEGYM:-.venv/bin/judgegym}
@@ -26,7 +26,7 @@ $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$N" --out "$RUNS/summ
 $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summarize_smol.jsonl" --agent "$SMOL" --env-arg max_turns=6
 
 $JUDGEGYM leaderboard "$RUNS"/*.jsonl --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
-    --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about 1.5 hours on 2 CPU cores). Scripted baselines: $N scenarios each; \
+    --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about 25 minutes on 2 CPU cores). Scripted baselines: $N scenarios each; \
 SmolLM2-135M-Instruct zero-shot (greedy, 128 new tokens per turn, fewer turns allowed to bound CPU time): $M scenarios. \
 Success means reward >= 0.8; the figures are defined in [agents.md](agents.md#evaluation-runs). \
 The 135M model does not call tools zero-shot: it replies without calling them, so it scores near 0 everywhere, \
