@@ -510,12 +510,16 @@ def judge_bench_command(
         str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model (several: comma-separated).")
     ] = None,
     schema: Annotated[
-        bool | None,
+        str,
         typer.Option(
-            "--schema/--no-schema",
-            help="RULER: ask for the reply in a JSON schema, or never (default: where litellm says the model supports it).",
+            "--schema",
+            metavar="MODE",
+            help=(
+                "RULER's reply format: auto (a JSON schema where litellm says the model supports one), json_schema (OpenAI's form: "
+                "vLLM, SGLang, llama-server), json_object (llama-cpp-python's server), off (the prompt alone)."
+            ),
         ),
-    ] = None,
+    ] = "auto",
     group_size: Annotated[
         int | None, typer.Option("--group-size", metavar="G", min=2, max=8, help="Responses per generated group (default: all 8).")
     ] = None,
@@ -553,11 +557,14 @@ def judge_bench_command(
         spec = f"{kind}:{model}"
     if api_base is not None and kind not in ("ruler", "rubric"):
         raise _fail(f"--api-base goes with an LLM judge (ruler, rubric), not {judge!r}")
-    if schema is not None and kind != "ruler":
-        raise _fail(f"--schema / --no-schema go with --judge ruler, not {judge!r}")
+    modes: dict[str, Any] = {"auto": None, "json_schema": "json_schema", "json_object": "json_object", "off": False}
+    if schema not in modes:
+        raise _fail(f"--schema takes {', '.join(modes)}, not {schema!r}")
+    if schema != "auto" and kind != "ruler":
+        raise _fail(f"--schema goes with --judge ruler, not {judge!r}")
     options: dict[str, Any] = {"api_base": api_base} if api_base else {}
-    if schema is not None:
-        options["structured"] = schema
+    if modes[schema] is not None:
+        options["structured"] = modes[schema]
     _check_env(env, {})
     try:
         the_judge = make_judge(spec, env_id=env, **options)

@@ -287,7 +287,8 @@ def test_cli_counts_a_failing_judge(monkeypatch):
         (["--generate", "2", "--model", "openai/gpt-4o-mini"], "--model goes with an LLM judge"),
         (["--generate", "2", "--api-base", "http://localhost:8000/v1"], "--api-base goes with an LLM judge"),
         (["--generate", "2", "--env", "Nope-v0"], "unknown env 'Nope-v0'"),
-        (["--generate", "2", "--schema"], "go with --judge ruler"),
+        (["--generate", "2", "--schema", "off"], "goes with --judge ruler"),
+        (["--generate", "2", "--judge", "ruler:openai/m", "--schema", "yes"], "--schema takes auto, json_schema"),
     ],
 )
 def test_cli_wrong_arguments(args, message):
@@ -302,8 +303,8 @@ def test_cli_verifier_needs_gold_data(tmp_path):
     assert result.exit_code == 2 and "group 'q'" in result.output and "gold_facts" in result.output
 
 
-@pytest.mark.parametrize("flag", ["--schema", "--no-schema"])
-def test_cli_ruler_schema_flag_reaches_the_request(flag, monkeypatch, tmp_path):
+@pytest.mark.parametrize(("mode", "sent"), [("json_schema", "json_schema"), ("json_object", "json_object"), ("off", None)])
+def test_cli_ruler_schema_mode_reaches_the_request(mode, sent, monkeypatch, tmp_path):
     from openai_stub import StubServer
 
     stub = StubServer()
@@ -312,12 +313,12 @@ def test_cli_ruler_schema_flag_reaches_the_request(flag, monkeypatch, tmp_path):
     monkeypatch.setattr("judgegym.judges.llm.DEFAULT_CACHE_DIR", tmp_path / "cache")
     try:
         args = ["judge-bench", "--generate", "2", "--group-size", "2", "--judge", "ruler", "--model", "openai/judge-model"]
-        result = runner.invoke(app, [*args, "--api-base", stub.api_base, flag, "--json"])
+        result = runner.invoke(app, [*args, "--api-base", stub.api_base, "--schema", mode, "--json"])
     finally:
         stub.close()
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["n_groups"] == 2 and len(stub.requests) >= 2  # each group in two orders
-    assert all(("response_format" in r) == (flag == "--schema") for r in stub.requests)
+    assert all(r.get("response_format", {}).get("type") == sent for r in stub.requests)
 
 
 def test_cli_out_writes_the_report_and_its_calibration_plot(tmp_path):

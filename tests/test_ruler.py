@@ -342,6 +342,16 @@ def test_structured_asks_for_the_schema_and_needs_no_correction(stub, judge_opti
     assert entry["properties"]["id"]["enum"] == ["1", "2", "3"] and set(entry["required"]) == {"id", "explanation", "score"}
 
 
+def test_json_object_style_sends_the_schema_the_llama_cpp_python_way(stub, judge_options):
+    stub.script = [reply(0.4, 0.6)]
+    judge = RulerJudge("openai/m", structured="json_object", **judge_options)
+    assert [s.score for s in run(judge.score_group(group("a", "b")))] == [0.4, 0.6]
+    form = stub.requests[0]["response_format"]
+    assert form["type"] == "json_object" and form["schema"] == reply_format(["1", "2"])["json_schema"]["schema"]
+    with pytest.raises(ValueError, match="structured must be"):
+        RulerJudge("openai/m", structured="xml")
+
+
 def test_a_schema_reply_is_still_validated(stub, judge_options):
     """The schema carries no range (not every provider accepts one): 7 is caught by the
     validation and corrected, on the same schema."""

@@ -14,7 +14,7 @@ import logging
 import random
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..trajectory import Group, Message, Trajectory
 from .base import Judge, JudgeScore, score_groups
@@ -250,9 +250,17 @@ def correction(problems: list[str], ids: Sequence[str]) -> str:
     )
 
 
-def reply_format(ids: Sequence[str]) -> dict[str, Any]:
+SchemaStyle = Literal["json_schema", "json_object"]
+"""How a server takes a JSON schema in ``response_format``: OpenAI's ``{"type": "json_schema",
+"json_schema": {"name", "strict", "schema"}}`` (OpenAI, vLLM, SGLang, llama.cpp's
+``llama-server``), or ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server
+and other JSON-mode APIs that take a schema)."""
+
+
+def reply_format(ids: Sequence[str], style: SchemaStyle = "json_schema") -> dict[str, Any]:
     """The ``response_format`` that asks for the reply `parse_scores` reads, as a strict JSON
-    schema: ``{"scores": [{"id", "explanation", "score"}]}`` with ``id`` one of `ids`.
+    schema: ``{"scores": [{"id", "explanation", "score"}]}`` with ``id`` one of `ids`, in
+    the server's `style`.
 
     It keeps to the subset every provider with schema support accepts (all fields required,
     no extra fields, no numeric or length limits), so the range and the one-entry-per-id rule
@@ -274,6 +282,10 @@ def reply_format(ids: Sequence[str]) -> dict[str, Any]:
         "required": ["scores"],
         "additionalProperties": False,
     }
+    if style == "json_object":
+        return {"type": "json_object", "schema": schema}
+    if style != "json_schema":
+        raise ValueError(f"unknown schema style {style!r}; use 'json_schema' or 'json_object'")
     return {"type": "json_schema", "json_schema": {"name": "judge_scores", "strict": True, "schema": schema}}
 
 
@@ -305,10 +317,12 @@ class RulerJudge(Judge):
         structured: ask for the reply in a JSON schema (`reply_format`, sent as
             ``response_format``). Default None: where litellm says the model supports it
             (``litellm.supports_response_schema``), falling back to the prompt alone, for
-            the rest of this judge's life, if the provider rejects the request. True: always
-            (a vLLM, SGLang or llama.cpp server behind ``hosted_vllm/`` or ``openai/`` with
-            an `api_base` supports it, though litellm cannot know); False: never. The reply
-            is validated the same way on both paths.
+            the rest of this judge's life, if the provider rejects the request. True or
+            "json_schema": always, in OpenAI's form (a vLLM, SGLang or llama.cpp
+            ``llama-server`` behind ``hosted_vllm/`` or ``openai/`` with an `api_base`
+            supports it, though litellm cannot know); "json_object": always, in the
+            ``{"type": "json_object", "schema": ...}`` form of llama-cpp-python's server;
+            False: never. The reply is validated the same way on every path.
         **llm: `JudgeLLM` options: api_base, api_key, temperature, max_tokens, timeout,
             retries, max_concurrency, cache, cache_dir, extra.
 
@@ -327,7 +341,7 @@ class RulerJudge(Judge):
         shuffles: int = 1,
         max_corrections: int = 1,
         max_message_chars: int = 4000,
-        structured: bool | None = None,
+        structured: bool | SchemaStyle | None = None,
         **llm: Any,
     ):
         if shuffles < 1:
@@ -342,7 +356,9 @@ class RulerJudge(Judge):
         self.shuffles = shuffles
         self.max_corrections = max_corrections
         self.max_message_chars = max_message_chars
-        self.structured = structured
+        if structured not in (None, True, False, "json_schema", "json_object"):
+            raise ValueError(f"structured must be None, True, False, 'json_schema' or 'json_object', got {structured!r}")
+        self.structured: bool | SchemaStyle | None = structured
         self._may_fall_back = structured is None  # only a schema this judge chose itself
 
     @property
@@ -350,7 +366,7 @@ class RulerJudge(Judge):
         """Whether the next call asks for the reply in a JSON schema (see `structured`)."""
         if self.structured is None:
             self.structured = supports_schema(self.llm.model)
-        return self.structured
+        return bool(self.structured)
 
     @property
     def usage(self) -> Usage:
@@ -427,7 +443,8 @@ class RulerJudge(Judge):
         if not self.uses_schema:
             return await self.llm.complete(messages)
         try:
-            message, usage = await self.llm.complete_message(messages, response_format=reply_format(ids))
+            style: SchemaStyle = "json_object" if self.structured == "json_object" else "json_schema"
+            message, usage = await self.llm.complete_message(messages, response_format=reply_format(ids, style))
         except JudgeError as exc:
             if not self._may_fall_back or not _rejected_format(exc.__cause__):
                 raise
@@ -485,6 +502,7 @@ __all__ = [
     "parse_scores",
     "render_message",
     "render_tools",
+    "SchemaStyle",
     "reply_format",
     "ruler",
     "ruler_score_group",
