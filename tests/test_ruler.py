@@ -16,6 +16,7 @@ from judgegym import Group, Trajectory
 from judgegym.judges.llm import JudgeError, JudgeLLM
 from judgegym.judges.ruler import (
     JudgeReplyError,
+    ReplyCounts,
     RulerJudge,
     build_prompt,
     parse_scores,
@@ -193,6 +194,20 @@ def test_a_reply_that_stays_invalid_is_a_loud_error(stub, judge_options):
     stub.script = [reply(7, 0.1), reply(8, 0.1)]
     with pytest.raises(JudgeError, match="outside 0 to 1"):
         run(RulerJudge("openai/judge-model", **judge_options).score_group(group("a", "b")))
+
+
+def test_replies_count_valid_at_once_corrected_and_failed(stub, judge_options):
+    stub.script = [reply(0.9, 0.3), "not json", reply(0.2, 0.8), reply(7, 0.1), reply(8, 0.1)]
+    judge = RulerJudge("openai/judge-model", **{**judge_options, "cache": False})
+    run(judge.score_group(group("a", "b")))
+    run(judge.score_group(group("c", "d")))
+    with pytest.raises(JudgeError):
+        run(judge.score_group(group("e", "f")))
+    assert judge.replies == ReplyCounts(calls=3, valid_first=1, corrected=1, failed=1, invalid_replies=3)
+    stub.default = reply(0.4, 0.6)
+    twice = RulerJudge("openai/judge-model", shuffles=2, **{**judge_options, "cache": False})
+    run(twice.score_group(group("i", "j")))
+    assert twice.replies == ReplyCounts(calls=2, valid_first=2)  # one per order
 
 
 def test_5xx_is_retried_with_backoff(stub, judge_options):

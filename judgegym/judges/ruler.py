@@ -14,6 +14,7 @@ import logging
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..trajectory import Group, Message, Trajectory
@@ -302,6 +303,28 @@ def supports_schema(model: str) -> bool:
 # -- the judge ----------------------------------------------------------------------------
 
 
+@dataclass
+class ReplyCounts:
+    """How a judge's replies fared, per judged call (one group in one order; a group scored
+    under `shuffles` orders makes that many calls). A call cut short by a transport failure
+    is not in `calls` (any invalid reply it had is in `invalid_replies`)."""
+
+    calls: int = 0
+    """Judged calls that ended: ``valid_first + corrected + failed``."""
+    valid_first: int = 0
+    """Calls whose first reply was valid."""
+    corrected: int = 0
+    """Calls whose first reply was invalid and a corrective retry gave a valid one."""
+    failed: int = 0
+    """Calls still invalid after every correction (the judge raised `JudgeError`)."""
+    invalid_replies: int = 0
+    """Invalid replies over all calls (a failed call counts each of its replies)."""
+
+    def add(self, other: ReplyCounts) -> None:
+        for name in ("calls", "valid_first", "corrected", "failed", "invalid_replies"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
 class RulerJudge(Judge):
     """Relative LLM judge over any litellm model (see `JudgeLLM` for endpoint options).
 
@@ -328,7 +351,8 @@ class RulerJudge(Judge):
 
     Identical trajectories are sent once and share a score; a group with a single distinct
     trajectory is scored on the absolute path (logged). A reply that stays invalid raises
-    `JudgeError`: never silent zeros.
+    `JudgeError`: never silent zeros. `usage` totals the calls' tokens and cost, `replies`
+    how many replies were valid at once, after a correction, or never (`ReplyCounts`).
     """
 
     relative = True
@@ -360,6 +384,7 @@ class RulerJudge(Judge):
             raise ValueError(f"structured must be None, True, False, 'json_schema' or 'json_object', got {structured!r}")
         self.structured: bool | SchemaStyle | None = structured
         self._may_fall_back = structured is None  # only a schema this judge chose itself
+        self.replies = ReplyCounts()
 
     @property
     def uses_schema(self) -> bool:
@@ -425,9 +450,11 @@ class RulerJudge(Judge):
             reply, call_usage = await self._complete(messages, ids)
             usage.add(call_usage)
             try:
-                return parse_scores(reply, ids), usage
+                scores = parse_scores(reply, ids)
             except JudgeReplyError as exc:
+                self.replies.invalid_replies += 1
                 if attempt == self.max_corrections:
+                    self.replies.add(ReplyCounts(calls=1, failed=1))
                     raise JudgeError(
                         f"judge {self.llm.model!r} gave no valid scores after {attempt + 1} replies: {exc}. Last reply: {reply[:300]!r}"
                     ) from None
@@ -437,6 +464,9 @@ class RulerJudge(Judge):
                     {"role": "assistant", "content": reply},
                     {"role": "user", "content": correction(exc.problems, ids)},
                 ]
+            else:
+                self.replies.add(ReplyCounts(calls=1, valid_first=int(attempt == 0), corrected=int(attempt > 0)))
+                return scores, usage
         raise AssertionError("unreachable")
 
     async def _complete(self, messages: list[dict[str, str]], ids: list[str]) -> tuple[str, Usage]:
@@ -496,6 +526,7 @@ async def ruler_score_group(
 __all__ = [
     "GENERAL_RUBRIC",
     "JudgeReplyError",
+    "ReplyCounts",
     "RulerJudge",
     "build_prompt",
     "common_prefix_length",
