@@ -357,14 +357,76 @@ def test_structured_asks_for_the_schema_and_needs_no_correction(stub, judge_opti
     assert entry["properties"]["id"]["enum"] == ["1", "2", "3"] and set(entry["required"]) == {"id", "explanation", "score"}
 
 
-def test_json_object_style_sends_the_schema_the_llama_cpp_python_way(stub, judge_options):
+def test_json_object_style_sends_the_exact_schema_the_llama_cpp_python_way(stub, judge_options):
     stub.script = [reply(0.4, 0.6)]
     judge = RulerJudge("openai/m", structured="json_object", **judge_options)
     assert [s.score for s in run(judge.score_group(group("a", "b")))] == [0.4, 0.6]
     form = stub.requests[0]["response_format"]
-    assert form["type"] == "json_object" and form["schema"] == reply_format(["1", "2"])["json_schema"]["schema"]
+    assert form == reply_format(["1", "2"], "json_object") and form["type"] == "json_object"
+    assert form["schema"] != reply_format(["1", "2"])["json_schema"]["schema"]  # exact, not OpenAI's subset
     with pytest.raises(ValueError, match="structured must be"):
         RulerJudge("openai/m", structured="xml")
+    with pytest.raises(ValueError, match="unknown schema style"):
+        reply_format(["1"], "xml")
+
+
+EXACT = jsonschema.Draft202012Validator
+
+
+def test_the_json_object_schema_lists_every_id_once_in_order_with_the_range():
+    schema = reply_format(["1", "2", "3"], "json_object")["schema"]
+    scores = schema["properties"]["scores"]
+    assert scores["items"] is False and scores["minItems"] == scores["maxItems"] == 3
+    assert [e["properties"]["id"]["const"] for e in scores["prefixItems"]] == ["1", "2", "3"]
+    for entry in scores["prefixItems"]:
+        assert entry["required"] == ["id", "explanation", "score"] and entry["additionalProperties"] is False
+        score = entry["properties"]["score"]
+        assert (score["minimum"], score["maximum"]) == (0, 1) and min(score["enum"]) == 0 and max(score["enum"]) == 1
+        assert len(score["enum"]) == 101 and 0.5 in score["enum"] and 0.37 in score["enum"]
+        assert entry["properties"]["explanation"]["maxLength"] == 300
+    EXACT.check_schema(schema)
+
+    def valid(*entries) -> bool:
+        return EXACT(schema).is_valid({"scores": [{"id": i, "explanation": e, "score": s} for i, e, s in entries]})
+
+    assert valid(("1", "fine", 0), ("2", "x" * 300, 0.37), ("3", "", 1))
+    assert not valid(("1", "a", 0.5), ("2", "b", 0.5))  # an id left out
+    assert not valid(("1", "a", 0.5), ("2", "b", 0.5), ("3", "c", 0.5), ("3", "d", 0.5))  # one repeated
+    assert not valid(("2", "a", 0.5), ("1", "b", 0.5), ("3", "c", 0.5))  # out of order
+    assert not valid(("1", "a", 0.5), ("2", "b", 1.5), ("3", "c", 0.5))  # out of range
+    assert not valid(("1", "a", 0.5), ("2", "b", -0.1), ("3", "c", 0.5))
+    assert not valid(("1", "x" * 301, 0.5), ("2", "b", 0.5), ("3", "c", 0.5))  # rambling
+    assert not valid(("1", "two\nlines", 0.5), ("2", "b", 0.5), ("3", "c", 0.5))  # a raw line break (invalid JSON)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda n: st.lists(
+            st.tuples(
+                st.sampled_from(
+                    reply_format(["1"], "json_object")["schema"]["properties"]["scores"]["prefixItems"][0]["properties"]["score"]["enum"]
+                ),
+                st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\', min_codepoint=0x20), max_size=300),
+            ),
+            min_size=n,
+            max_size=n,
+        )
+    )
+)
+def test_every_reply_the_exact_schema_allows_parses(entries):
+    ids = [str(i) for i in range(1, len(entries) + 1)]
+    value = {"scores": [{"id": i, "explanation": e, "score": s} for i, (s, e) in zip(ids, entries, strict=True)]}
+    EXACT(reply_format(ids, "json_object")["schema"]).validate(value)
+    assert parse_scores(json.dumps(value), ids) == {i: (float(s), e) for i, (s, e) in zip(ids, entries, strict=True)}
+
+
+def test_a_json_object_reply_is_still_validated(stub, judge_options):
+    """A server that ignores the schema (the stub does) is caught by the validation as before."""
+    stub.script = [reply(0.4), reply(0.4, 0.6)]
+    scores = run(RulerJudge("openai/m", structured="json_object", **judge_options).score_group(group("a", "b")))
+    assert [s.score for s in scores] == [0.4, 0.6] and "missing ids 2" in stub.requests[1]["messages"][-1]["content"]
+    assert all(r["response_format"]["type"] == "json_object" for r in stub.requests)
 
 
 def test_a_schema_reply_is_still_validated(stub, judge_options):
@@ -387,11 +449,54 @@ def test_auto_uses_the_schema_where_litellm_says_so_and_falls_back_once_if_refus
     assert ["response_format" in r for r in stub.requests] == [True, False, False] and judge.uses_schema is False
 
 
+# What llama-cpp-python 0.3.36's server answers OpenAI's form with (HTTP 500, a request validation error).
+LLAMA_CPP_PYTHON_REFUSAL = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", line 376, "
+    "in create_chat_completion\n    POST /v1/chat/completions"
+)
+
+
+def test_auto_also_falls_back_when_llama_cpp_python_refuses_the_json_schema_type(stub, judge_options):
+    """The refusal is a 500, so it is retried like one; then recognised by its text, not its status."""
+    stub.script = [{"status": 500, "content": LLAMA_CPP_PYTHON_REFUSAL}] * 2 + [reply(0.8, 0.1), reply(0.5, 0.6)]
+    judge = RulerJudge("openai/gpt-4o-mini", **{**judge_options, "retries": 2})
+    assert [s.score for s in run(judge.score_group(group("a", "b")))] == [0.8, 0.1]
+    assert [s.score for s in run(judge.score_group(group("c", "d")))] == [0.5, 0.6]
+    assert ["response_format" in r for r in stub.requests] == [True, True, False, False] and judge.uses_schema is False
+
+
+def test_pydantic_1_wording_of_the_refusal_is_recognised_and_other_500s_are_not():
+    from judgegym.judges.ruler import _rejected_format
+
+    pydantic_1 = (
+        "1 validation error for CreateChatCompletionRequest\nresponse_format -> type\n  unexpected value; "
+        "permitted: 'text', 'json_object' (type=value_error.const; given=json_schema; permitted=('text', 'json_object'))"
+    )
+    assert _rejected_format(RuntimeError(LLAMA_CPP_PYTHON_REFUSAL)) and _rejected_format(RuntimeError(pydantic_1))
+    for text in ("boom", "CUDA out of memory", "1 validation error: messages: field required (response_format json_schema)"):
+        assert not _rejected_format(RuntimeError(text))
+    assert not _rejected_format(None)
+
+
 def test_a_refused_schema_the_user_asked_for_is_a_loud_error(stub, judge_options):
     stub.script = [{"status": 400, "content": "response_format is not supported"}]
     with pytest.raises(JudgeError, match="not supported"):
         run(RulerJudge("openai/gpt-4o-mini", structured=True, **judge_options).score_group(group("a", "b")))
     assert len(stub.requests) == 1
+    stub.default = {"status": 500, "content": LLAMA_CPP_PYTHON_REFUSAL}
+    with pytest.raises(JudgeError, match="Input should be 'text' or 'json_object'"):
+        run(RulerJudge("openai/smollm2", structured="json_schema", **{**judge_options, "retries": 1}).score_group(group("a", "b")))
+    assert len(stub.requests) == 2
+
+
+def test_a_plain_500_is_no_reason_to_drop_the_schema(stub, judge_options):
+    stub.default = {"status": 500, "content": "boom"}
+    judge = RulerJudge("openai/gpt-4o-mini", **{**judge_options, "retries": 1})
+    with pytest.raises(JudgeError, match="boom"):
+        run(judge.score_group(group("a", "b")))
+    assert len(stub.requests) == 1 and judge.uses_schema is True
 
 
 @settings(max_examples=100, deadline=None)

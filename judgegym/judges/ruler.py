@@ -257,37 +257,79 @@ SchemaStyle = Literal["json_schema", "json_object"]
 ``llama-server``), or ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server
 and other JSON-mode APIs that take a schema)."""
 
+EXPLANATION_MAX_CHARS = 300
+"""The longest explanation the exact (``json_object``) schema lets a reply hold."""
+
+SCORE_STEPS = 100
+"""The exact schema's scores are the multiples of ``1 / SCORE_STEPS`` in [0, 1]."""
+
 
 def reply_format(ids: Sequence[str], style: SchemaStyle = "json_schema") -> dict[str, Any]:
-    """The ``response_format`` that asks for the reply `parse_scores` reads, as a strict JSON
-    schema: ``{"scores": [{"id", "explanation", "score"}]}`` with ``id`` one of `ids`, in
-    the server's `style`.
+    """The ``response_format`` that asks for the reply `parse_scores` reads,
+    ``{"scores": [{"id", "explanation", "score"}]}``, in the server's `style`.
 
-    It keeps to the subset every provider with schema support accepts (all fields required,
-    no extra fields, no numeric or length limits), so the range and the one-entry-per-id rule
-    are still checked by `parse_scores`, with the corrective retry.
+    ``"json_schema"`` (OpenAI's strict mode, and the engines that copy it) keeps to the
+    subset every provider with schema support accepts: all fields required, no extra
+    fields, ``id`` one of `ids`, no numeric, length or item-count limits. So it leaves
+    the range and the one-entry-per-id rule to `parse_scores`, with the corrective retry.
+
+    ``"json_object"`` (llama-cpp-python's server, whose grammar is built from the schema)
+    is exact, in the keywords that grammar honours: ``scores`` holds exactly one entry per
+    id, in the order sent (``prefixItems`` with ``items: false``, and ``minItems`` =
+    ``maxItems``), each entry's ``id`` a ``const``; the score one of the multiples of
+    ``1 / SCORE_STEPS`` from 0 to 1 (an ``enum``: that grammar ignores ``minimum`` and
+    ``maximum``, which the schema also states for other validators); the explanation at
+    most `EXPLANATION_MAX_CHARS` characters, with no quote, backslash or control character
+    (a ``pattern``: the grammar's plain string allows a raw line break, which is invalid
+    JSON). A grammar-constrained model then cannot leave out an id, repeat one, give a
+    score outside [0, 1] or ramble into the token limit. `parse_scores` still validates
+    every reply.
     """
-    entry = {
+    wanted = [str(i) for i in ids]
+    if style == "json_object":
+        entries = [_exact_entry(i) for i in wanted]
+        scores: dict[str, Any] = {
+            "type": "array",
+            "prefixItems": entries,
+            "items": False,
+            "minItems": len(entries),
+            "maxItems": len(entries),
+        }
+    elif style == "json_schema":
+        entry = {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "enum": wanted},
+                "explanation": {"type": "string"},
+                "score": {"type": "number"},
+            },
+            "required": ["id", "explanation", "score"],
+            "additionalProperties": False,
+        }
+        scores = {"type": "array", "items": entry}
+    else:
+        raise ValueError(f"unknown schema style {style!r}; use 'json_schema' or 'json_object'")
+    schema = {"type": "object", "properties": {"scores": scores}, "required": ["scores"], "additionalProperties": False}
+    if style == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "judge_scores", "strict": True, "schema": schema}}
+
+
+_SCORES = [0, *(round(n / SCORE_STEPS, 6) for n in range(1, SCORE_STEPS)), 1]
+_EXPLANATION_PATTERN = rf'^[^"\\\x00-\x1f]{{0,{EXPLANATION_MAX_CHARS}}}$'
+
+
+def _exact_entry(entry_id: str) -> dict[str, Any]:
+    return {
         "type": "object",
         "properties": {
-            "id": {"type": "string", "enum": [str(i) for i in ids]},
-            "explanation": {"type": "string"},
-            "score": {"type": "number"},
+            "id": {"type": "string", "const": entry_id},
+            "explanation": {"type": "string", "maxLength": EXPLANATION_MAX_CHARS, "pattern": _EXPLANATION_PATTERN},
+            "score": {"type": "number", "minimum": 0, "maximum": 1, "enum": _SCORES},
         },
         "required": ["id", "explanation", "score"],
         "additionalProperties": False,
     }
-    schema = {
-        "type": "object",
-        "properties": {"scores": {"type": "array", "items": entry}},
-        "required": ["scores"],
-        "additionalProperties": False,
-    }
-    if style == "json_object":
-        return {"type": "json_object", "schema": schema}
-    if style != "json_schema":
-        raise ValueError(f"unknown schema style {style!r}; use 'json_schema' or 'json_object'")
-    return {"type": "json_schema", "json_schema": {"name": "judge_scores", "strict": True, "schema": schema}}
 
 
 def supports_schema(model: str) -> bool:
@@ -340,11 +382,13 @@ class RulerJudge(Judge):
         structured: ask for the reply in a JSON schema (`reply_format`, sent as
             ``response_format``). Default None: where litellm says the model supports it
             (``litellm.supports_response_schema``), falling back to the prompt alone, for
-            the rest of this judge's life, if the provider rejects the request. True or
+            the rest of this judge's life, if the provider rejects the request (a 400, or
+            llama-cpp-python's 500 for the ``json_schema`` type, `_rejected_format`). True or
             "json_schema": always, in OpenAI's form (a vLLM, SGLang or llama.cpp
             ``llama-server`` behind ``hosted_vllm/`` or ``openai/`` with an `api_base`
             supports it, though litellm cannot know); "json_object": always, in the
-            ``{"type": "json_object", "schema": ...}`` form of llama-cpp-python's server;
+            ``{"type": "json_object", "schema": ...}`` form of llama-cpp-python's server,
+            with the exact schema its grammar can enforce (see `reply_format`);
             False: never. The reply is validated the same way on every path.
         **llm: `JudgeLLM` options: api_base, api_key, temperature, max_tokens, timeout,
             retries, max_concurrency, cache, cache_dir, extra.
@@ -484,13 +528,27 @@ class RulerJudge(Judge):
         return message.get("content") or "", usage
 
 
+_REFUSED_SCHEMA_TYPE = re.compile(
+    r"validation error.*response_format(?:'\s*,\s*'|\s*->\s*|\.)type\b.*json_schema", re.IGNORECASE | re.DOTALL
+)
+"""llama-cpp-python's server refusing OpenAI's ``{"type": "json_schema", ...}``: a request
+validation error on ``response_format.type`` that names the value, which it answers with HTTP
+500 (pydantic 2: ``'loc': ('body', 'response_format', 'type'), 'msg': "Input should be 'text'
+or 'json_object'", 'input': 'json_schema'``; pydantic 1: ``response_format -> type ...
+given=json_schema``)."""
+
+
 def _rejected_format(exc: BaseException | None) -> bool:
-    """Whether `exc` is a provider refusing the request itself (400-class or a parameter
-    litellm cannot map), as opposed to a transport failure worth no fallback."""
+    """Whether `exc` is a provider refusing the request itself (400-class, a parameter
+    litellm cannot map, or llama-cpp-python's HTTP 500 for a ``response_format`` type it
+    does not know, `_REFUSED_SCHEMA_TYPE`), as opposed to a transport failure worth no
+    fallback."""
     from .llm import import_litellm
 
     litellm = import_litellm()
-    return isinstance(exc, (litellm.BadRequestError, litellm.UnsupportedParamsError))
+    if isinstance(exc, (litellm.BadRequestError, litellm.UnsupportedParamsError)):
+        return True
+    return exc is not None and _REFUSED_SCHEMA_TYPE.search(str(exc)) is not None
 
 
 async def ruler(
