@@ -280,3 +280,38 @@ def test_any_summary_scores_in_the_unit_interval_without_raising(text, task):
     assert all(value == value for value in result.components.values())  # no NaN
     if not extract_entities(text) and not text.strip():
         assert result.score == 0.0
+
+
+def _people_doc(contract_owner: str) -> SummaryScenario:
+    return SummaryScenario.model_validate(
+        {
+            "id": "owners",
+            "title": "Network review",
+            "word_limit": 60,
+            "sections": [
+                {
+                    "title": "Decisions",
+                    "text": f"Dana Whitcombe will lead the new site. {contract_owner} owns the carrier contract renegotiation.",
+                }
+            ],
+            "key_facts": [
+                {"description": "New site lead", "value": "Dana Whitcombe", "subject": ["site"]},
+                {"description": "Carrier contract owner", "value": contract_owner, "subject": ["contract"]},
+            ],
+            "people": sorted({"Dana Whitcombe", contract_owner}),
+        }
+    )
+
+
+def _score_on(doc: SummaryScenario, summary: str):
+    messages = [{"role": "user", "content": "Summarize the document."}, {"role": "assistant", "content": summary}]
+    return VERIFIER.verify(Trajectory(scenario_id=doc.id, messages=messages, info={"task": doc.task()}))
+
+
+def test_people_swapped_between_roles_are_contradictions_but_one_person_may_own_two_things():
+    doc = _people_doc("Raj Patel")
+    assert _score_on(doc, "Dana Whitcombe will lead the new site and Raj Patel owns the carrier contract.").score == 1.0
+    swapped = _score_on(doc, "Raj Patel will lead the new site and Dana Whitcombe owns the carrier contract.")
+    assert swapped.components["contradictions"] == 2 and swapped.components["recall"] == 0.0, swapped.explanation
+    same = _people_doc("Dana Whitcombe")
+    assert _score_on(same, "Dana Whitcombe will lead the new site.").components["contradictions"] == 0

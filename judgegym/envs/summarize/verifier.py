@@ -180,9 +180,11 @@ def read_coverage(trajectory: Trajectory, task: dict[str, Any]) -> float:
 def _attachments(summary: str, facts: list[KeyFact], stated: list[bool]) -> tuple[list[bool], list[bool]]:
     """Per key fact: (misattributed, a named distractor put in its place).
 
-    A figure-valued fact is misattributed when its value sits next to the subject of another
-    fact whose value is the same kind of figure (a number beside another number's subject, a
-    date beside another date's) and never next to its own. A distractor that is a name or
+    A fact is misattributed when its value sits next to the subject of another fact whose
+    value is of the same kind (a number beside another number's subject, a date beside
+    another date's, a name beside another name's: "Dana Whitcombe owns the carrier contract"
+    when she leads the new site) and never next to its own; two facts with the same value (a
+    person who owns two things) never contradict each other. A distractor that is a name or
     phrase is put in the fact's place when it sits next to the fact's subject in a sentence
     that does not state the fact's value ("Daniel Okafor will lead the depot")."""
     n = len(facts)
@@ -192,7 +194,9 @@ def _attachments(summary: str, facts: list[KeyFact], stated: list[bool]) -> tupl
     own, other, replaced = [False] * n, [False] * n, [False] * n
     values = [_Matcher([f.value, *f.aliases]) for f in facts]
     named = [_Matcher([d for d in f.distractors if not extract_entities(d)]) for f in facts]
-    kinds = [{e.split(":", 1)[0] for e in v.entities} for v in values]
+    # a figure's kind is its entity kind; a name or phrase (an owner, a vendor) is a kind of its own
+    kinds = [{e.split(":", 1)[0] for e in v.entities} or ({"phrase"} if v.phrase is not None else set()) for v in values]
+    plain = [normalize_text(f.value) for f in facts]  # a person may own two things: the same name is no contradiction
     for sentence in _SENTENCE.split(summary):
         if not sentence.strip():
             continue
@@ -206,7 +210,7 @@ def _attachments(summary: str, facts: list[KeyFact], stated: list[bool]) -> tupl
                 for span in value_spans:
                     labels = view.attached(span, mentions)
                     own[i] |= i in labels
-                    other[i] |= any(j != i and kinds[j] & kinds[i] for j in labels)
+                    other[i] |= any(j != i and kinds[j] & kinds[i] and plain[j] != plain[i] for j in labels)
             if not value_spans and subjects[i] and named[i].phrase is not None:
                 replaced[i] |= any(i in view.attached(span, mentions) for span in named[i].spans(view))
     return [o and not s for o, s in zip(other, own, strict=True)], replaced
