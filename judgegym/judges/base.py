@@ -65,6 +65,28 @@ class PointwiseJudge(Judge):
         return run_sync(self.score(trajectory))
 
 
+class BatchJudge(PointwiseJudge):
+    """A pointwise judge whose work is blocking CPU work best done in batches (embedding
+    texts): implement `score_many`. Async scoring runs it in a worker thread, a whole group
+    as one batch."""
+
+    @abstractmethod
+    def score_many(self, trajectories: Sequence[Trajectory]) -> list[JudgeScore]:
+        """Score any trajectories (of one scenario or not) in one batch; blocking."""
+
+    async def score(self, trajectory: Trajectory) -> JudgeScore:
+        return (await asyncio.to_thread(self.score_many, [trajectory]))[0]
+
+    async def score_group(self, group: Group) -> list[JudgeScore]:
+        return await asyncio.to_thread(self.score_many, group.trajectories)
+
+    def score_sync(self, trajectory: Trajectory) -> JudgeScore:
+        return self.score_many([trajectory])[0]
+
+    def score_one_sync(self, trajectory: Trajectory) -> JudgeScore:
+        return self.score_many([trajectory])[0]
+
+
 class Verifier(PointwiseJudge):
     """A deterministic, synchronous judge (no LLM): implement `verify`."""
 
@@ -122,4 +144,4 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-__all__ = ["Judge", "JudgeScore", "PointwiseJudge", "Verifier", "run_sync", "score_groups"]
+__all__ = ["BatchJudge", "Judge", "JudgeScore", "PointwiseJudge", "Verifier", "run_sync", "score_groups"]

@@ -6,7 +6,6 @@ No gold answer and no LLM: MiniLM sentence embeddings (the copy shipped in the P
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import re
@@ -14,13 +13,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..trajectory import Group, Trajectory
-from .base import JudgeScore, PointwiseJudge
+from ..trajectory import Trajectory
+from .base import BatchJudge, JudgeScore
 from .facts import ABSTENTION, extract_entities
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def embed(texts: Sequence[str]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class GroundingJudge(PointwiseJudge):
+class GroundingJudge(BatchJudge):
     """Scores how well the final answer A is grounded in what the agent saw, in [0, 1].
 
     The *question* Q is the first paragraph of the first user message; the *evidence* is
@@ -124,7 +124,9 @@ class GroundingJudge(PointwiseJudge):
     - ``unsupported``: numbers, amounts, dates, emails and phones in A found neither in the
       evidence nor in Q. A number that is the sum, difference, product, ratio or percentage
       of two numbers A itself states and the context supports counts as supported (A showed
-      its work: "$759.99 and $1,369.99, so $610.00 less"). ``grounding = 0.5 ** unsupported``.
+      its work: "$759.99 and $1,369.99, so $610.00 less"), and so does a number of days
+      between a date A states and one A or the context gives ("delivered on 2025-05-03,
+      32 days ago"). ``grounding = 0.5 ** unsupported``.
     - ``coverage``: cosine similarity of A with Q, ramped from `coverage_low` to
       `coverage_high`: does A address the question at all?
     - ``abstained``: A says the context lacks the answer ("I couldn't find ...").
@@ -149,18 +151,6 @@ class GroundingJudge(PointwiseJudge):
     abstain_score: float = 0.5
 
     relative: ClassVar[bool] = False
-
-    async def score(self, trajectory: Trajectory) -> JudgeScore:
-        return (await asyncio.to_thread(self.score_many, [trajectory]))[0]
-
-    async def score_group(self, group: Group) -> list[JudgeScore]:
-        return await asyncio.to_thread(self.score_many, group.trajectories)
-
-    def score_sync(self, trajectory: Trajectory) -> JudgeScore:
-        return self.score_many([trajectory])[0]
-
-    def score_one_sync(self, trajectory: Trajectory) -> JudgeScore:
-        return self.score_many([trajectory])[0]
 
     def score_many(self, trajectories: Sequence[Trajectory]) -> list[JudgeScore]:
         """Score any trajectories (of one scenario or not) with one embedding call; blocking."""
@@ -273,7 +263,26 @@ def _unsupported(answer: str, context: str) -> list[str]:
     known = extract_entities(context)
     missing = stated - known
     operands = [float(e[4:]) for e in stated & known if _is_number(e)]
-    return sorted(e for e in missing if not (_is_number(e) and _derived(float(e[4:]), operands)))
+    spans = _day_spans(stated, known) if any(_is_number(e) for e in missing) else set()
+    return sorted(e for e in missing if not (_is_number(e) and (_derived(float(e[4:]), operands) or float(e[4:]) in spans)))
+
+
+def _day_spans(stated: set[str], known: set[str]) -> set[float]:
+    """Days between a date the answer states and any date it or the context holds ("delivered
+    on 2025-05-03, 32 days ago" when the context says today is 2025-06-04)."""
+
+    def dates(entities: set[str]) -> list[date]:
+        found = []
+        for e in entities:
+            if e.startswith("date:"):
+                try:
+                    found.append(date.fromisoformat(e[5:]))
+                except ValueError:
+                    continue
+        return found
+
+    own, every = dates(stated), dates(stated | known)[:500]
+    return {float(abs((a - b).days)) for a in own for b in every}
 
 
 def _is_number(entity: str) -> bool:
