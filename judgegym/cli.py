@@ -222,7 +222,7 @@ def _check_judge(env_id: str, spec: str, env_kwargs: dict[str, Any]) -> None:
     if judge.relative:
         raise _fail(
             f"{spec} is a relative judge: its scores rank attempts within a group and do not compare across agents. "
-            "Evaluate with a pointwise judge (verifier, grounding, rubric:MODEL); use relative judges for training."
+            "Evaluate with a pointwise judge (verifier, learned, grounding, rubric:MODEL); use relative judges for training."
         )
 
 
@@ -310,7 +310,9 @@ def train_command(
     ] = None,
     judge: Annotated[
         str | None,
-        typer.Option(metavar="SPEC", help="Training judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL [default: verifier]."),
+        typer.Option(
+            metavar="SPEC", help="Training judge spec: verifier, grounding, learned, auto, ruler:MODEL, rubric:MODEL [default: verifier]."
+        ),
     ] = None,
     steps: Annotated[int | None, typer.Option(metavar="N", min=1, help="Optimizer steps [default: 100].")] = None,
     output_dir: Annotated[
@@ -502,9 +504,9 @@ def judge_bench_command(
         int | None, typer.Option("--generate", metavar="N", min=1, help="Generate N labelled groups from the env's test scenarios.")
     ] = None,
     env: Annotated[str, typer.Option("--env", metavar="ID", help="Environment id (scenarios, and the verifier's env).")] = "RagSupport-v0",
-    judge: Annotated[str, typer.Option("--judge", metavar="SPEC", help="Judge spec: verifier, grounding, ruler:MODEL, rubric:MODEL.")] = (
-        "verifier"
-    ),
+    judge: Annotated[
+        str, typer.Option("--judge", metavar="SPEC", help="Judge spec: verifier, grounding, learned, auto, ruler:MODEL, rubric:MODEL.")
+    ] = ("verifier"),
     model: Annotated[str | None, typer.Option("--model", metavar="MODEL", help="Model of an LLM judge: --judge ruler --model M.")] = None,
     api_base: Annotated[
         str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model (several: comma-separated).")
@@ -584,7 +586,7 @@ def judge_bench_command(
             if ungraded:
                 raise _fail(
                     f"the verifier grades against gold data, but group {ungraded[0]!r} ({len(ungraded)} in all) has no "
-                    "'task' with 'gold_facts'; use a judge that needs no gold data (grounding, ruler:MODEL)"
+                    "'task' with 'gold_facts'; use a judge that needs no gold data (learned, grounding, ruler:MODEL)"
                 )
     else:
         try:

@@ -4,11 +4,13 @@
 - `RulerJudge`: relative LLM judge, one call per group (`ruler`, `ruler_score_group`).
 - `RubricJudge`: pointwise LLM judge with a natural-language rubric.
 - `GroundingJudge`: offline, embedding-based check of an answer against what the agent saw.
-- `WeightedSum`, `Gate`, `Product`: combinations.
+- `LearnedJudge`: offline and gold-free, learned from the verifiers (features + linear heads).
+- `WeightedSum`, `Gate`, `Product`, `Fallback`: combinations.
 """
 
-from .base import Judge, JudgeScore, PointwiseJudge, Verifier, score_groups
-from .combine import Gate, Product, WeightedSum
+from .base import BatchJudge, Judge, JudgeScore, PointwiseJudge, Verifier, score_groups
+from .combine import Fallback, Gate, Product, WeightedSum
+from .learned import LearnedJudge
 from .llm import JudgeError, JudgeLLM
 from .rubric import RubricJudge
 from .ruler import RulerJudge, ruler, ruler_score_group
@@ -24,12 +26,15 @@ def __getattr__(name: str):  # GroundingJudge pulls in torch: import it only whe
 
 
 __all__ = [
+    "BatchJudge",
+    "Fallback",
     "Gate",
     "GroundingJudge",
     "Judge",
     "JudgeError",
     "JudgeLLM",
     "JudgeScore",
+    "LearnedJudge",
     "PointwiseJudge",
     "Product",
     "RubricJudge",

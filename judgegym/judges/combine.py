@@ -1,14 +1,17 @@
-"""Combinations of judges: weighted sum, gate, product. Component scores stay visible,
-prefixed by each part's name (``verifier/recall``, ``ruler/score``)."""
+"""Combinations of judges: weighted sum, gate, product, fallback. Component scores stay
+visible, prefixed by each part's name (``verifier/recall``, ``ruler/score``)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Mapping
 
 from ..trajectory import Group
-from .base import Judge, JudgeScore
+from .base import Judge, JudgeScore, Verifier
+
+log = logging.getLogger("judgegym.judges")
 
 
 class _Combination(Judge):
@@ -102,4 +105,40 @@ class Gate(_Combination):
         return merged
 
 
-__all__ = ["Gate", "Product", "WeightedSum"]
+class Fallback(Judge):
+    """`primary` (a verifier) where it can grade every trajectory of a group, else `fallback`.
+
+    A verifier that lacks the gold data it grades against raises ValueError; then the whole
+    group goes to `fallback`, so one group is never scored on two scales. Each score says
+    which judge it came from: the explanation opens with ``"<name> picked: "`` and the
+    component ``picked/<name>`` is 1. The first pick of each kind is logged.
+    """
+
+    def __init__(self, primary: Verifier, fallback: Judge, names: tuple[str, str] = ("verifier", "learned")):
+        self.primary, self.fallback, self.names = primary, fallback, names
+        self._logged: set[str] = set()
+
+    @property
+    def relative(self) -> bool:  # type: ignore[override]
+        return self.fallback.relative
+
+    async def score_group(self, group: Group) -> list[JudgeScore]:
+        try:
+            scores, name = [self.primary.verify(t) for t in group.trajectories], self.names[0]
+        except ValueError as exc:
+            scores, name = await self.fallback.score_group(group), self.names[1]
+            reason = f"no gold data ({exc})"
+        else:
+            reason = "gold data present"
+        if name not in self._logged:
+            self._logged.add(name)
+            log.info("auto judge picked %s for group %s: %s", name, group.scenario_id, reason)
+        return [
+            score.model_copy(
+                update={"explanation": f"{name} picked: {score.explanation}", "components": {**score.components, f"picked/{name}": 1.0}}
+            )
+            for score in scores
+        ]
+
+
+__all__ = ["Fallback", "Gate", "Product", "WeightedSum"]

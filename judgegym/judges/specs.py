@@ -2,6 +2,9 @@
 
 - ``verifier``: the env's own deterministic verifier (needs the env id);
 - ``grounding``: `GroundingJudge` (offline, MiniLM embeddings, no gold answer);
+- ``learned``: `LearnedJudge` (offline, no gold answer, no LLM: learned from the verifiers);
+- ``auto``: the env's verifier where the trajectories carry gold data, else ``learned``
+  (`Fallback`; each score says which judge it came from);
 - ``ruler:MODEL``: `RulerJudge` over any litellm model, e.g. ``ruler:openai/gpt-4o-mini``,
   ``ruler:hosted_vllm/Qwen/Qwen3-32B`` (with ``api_base``), ``ruler:local/smollm2-135m-instruct``;
 - ``rubric:MODEL``: `RubricJudge`, a pointwise LLM judge with a natural-language rubric.
@@ -13,9 +16,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from .base import Judge
+from .base import Judge, Verifier
 
-JUDGE_SPECS = ("verifier", "grounding", "ruler:MODEL", "rubric:MODEL", "W*SPEC+W*SPEC (weighted sum)")
+JUDGE_SPECS = ("verifier", "grounding", "learned", "auto", "ruler:MODEL", "rubric:MODEL", "W*SPEC+W*SPEC (weighted sum)")
 
 
 def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge:
@@ -33,6 +36,20 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
         from .grounding import GroundingJudge
 
         return GroundingJudge(**options)
+    if kind == "learned":
+        from .learned import LearnedJudge, load_heads
+
+        return LearnedJudge(load_heads(options["weights"])) if "weights" in options else LearnedJudge()
+    if kind == "auto":
+        from .combine import Fallback
+        from .learned import LearnedJudge
+
+        if env_id is None:
+            raise ValueError("the 'auto' judge picks the env's verifier where gold data exists: pass env_id (or use 'learned')")
+        verifier = make_judge("verifier", env_id=env_id)
+        if not isinstance(verifier, Verifier):
+            raise ValueError(f"{env_id}'s default judge is not a verifier; use 'learned' or 'verifier' directly")
+        return Fallback(verifier, make_judge("learned", **options))
     if kind in ("ruler", "rubric"):
         if not model:
             raise ValueError(f"the {kind!r} judge needs a model: '{kind}:MODEL', e.g. '{kind}:openai/gpt-4o-mini'")

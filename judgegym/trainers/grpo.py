@@ -79,7 +79,9 @@ class GRPOConfig:
         help="Keyword arguments for gym.make, e.g. {'prefetch_k': 2}. Not max_turns (use max_turns) or defer_judging (always on).",
         factory=dict,
     )
-    judge: str = _field("verifier", "Training judge spec (judgegym.judges.make_judge): 'verifier', 'grounding', 'ruler:MODEL', ...")
+    judge: str = _field(
+        "verifier", "Training judge spec (judgegym.judges.make_judge): 'verifier', 'grounding', 'learned', 'ruler:MODEL', ..."
+    )
     eval_judge: str = _field("verifier", "Pointwise judge spec for held-out eval (a relative judge cannot score lone episodes).")
     # -- model --------------------------------------------------------------------------
     model: str = _field("smollm2-135m", "Policy: an embedded model name (smollm2-135m), a transformers folder, or a hub id.")

@@ -1,0 +1,546 @@
+"""`LearnedJudge`: a gold-free pointwise judge learned from the verifiers.
+
+It reads only what a trajectory holds without gold data (the instructions, the tool calls and
+their results, the customer's words, the final answer), turns it into a few dozen features
+(`trajectory_features`), and scores them with a linear head per task family, trained on
+verifier-labelled episodes of the envs' train splits (`judgegym.benchmarks.learned_judge`).
+The weights ship with the package (`learned_weights.json`, a few kB).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..trajectory import Trajectory
+from .base import BatchJudge, JudgeScore
+from .facts import ABSTENTION, FORMAT_ERROR_PREFIX, canonical_number, extract_entities, seen_text, strip_copied
+
+WEIGHTS_PATH = Path(__file__).with_name("learned_weights.json")
+"""The shipped weights, written by ``python -m judgegym.benchmarks.learned_judge train``."""
+
+FAMILIES = ("rag", "support", "summarize", "generic")
+"""Task families, each with its own head; `family_of` says which a trajectory belongs to."""
+
+FEATURES = (
+    # the final answer
+    "answered",
+    "log_words",
+    "over_limit",
+    "copied_instructions",
+    "copied_seen",
+    "entities",
+    "entity_seen_share",
+    "entity_context",
+    "entity_context_min",
+    "addresses_judge",
+    "hedges",
+    "abstained",
+    "abstained_x_match",
+    "question_names_seen",
+    "abstained_x_unseen",
+    "figures_x_unseen",
+    # embeddings (GroundingJudge's components)
+    "support",
+    "min_similarity",
+    "coverage",
+    "relevance",
+    "grounding",
+    "unsupported",
+    "question_match",
+    # tool use
+    "tool_calls",
+    "tool_error_share",
+    "called_tools",
+    "format_errors",
+    "truncated",
+    # retrieval
+    "citations",
+    "cited_seen_share",
+    "cited_read_share",
+    "searched",
+    "reads",
+    "entities_read_share",
+    # conversations with actions
+    "identified",
+    "asked_identity",
+    "refused_calls",
+    "writes_ok",
+    "writes_failed",
+    "write_before_identified",
+    "write_unmentioned_order",
+    "unconfirmed_writes",
+    "false_claims",
+    "outcome_told",
+    "outside_window",
+    "dispute_refunded",
+    "assistant_turns",
+    # documents read in sections
+    "read_share",
+    "title_share",
+)
+"""The feature names, in the order of the weight vectors."""
+
+_CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
+_ARTICLE_HEADER = re.compile(r"^\[([^\[\]\s]{1,128})\] ", re.MULTILINE)
+_LISTED_SECTION = re.compile(r"^\[([^\]\s]+)\] (.+?) \(\d+ words\)$", re.MULTILINE)
+_WORD_LIMIT = re.compile(r"at most (\d+) words")
+_CONTENT_WORD = re.compile(r"[^\W\d_]{3,}")
+_NAME = re.compile(r"(?<![\w-])[A-Z][\w'-]*")
+_PERSON = re.compile(r"(?<![\w-])[A-Z][a-z]+ [A-Z][a-z]+(?:-[A-Z][a-z]+)?(?![\w-])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_ADDRESSEE = (
+    r"(?<![\w-])(?:grader|graders|evaluator|evaluators|judge|judges|reviewer|reviewers|scorer|scorers|rater|raters|assessor|"
+    r"(?:grading|evaluation|scoring|reward) (?:model|system|process))(?![\w-])"
+)
+_VERDICT = (
+    r"(?<![\w-])(?:score|scores|scored|rate|rating|grade|marks?|points?|deserves?|full|top|highest|perfect|pass"
+    r"|10/10|5/5|1\.0|100%|rubric|instructions?)(?![\w-])"
+)
+_GRADE = (
+    r"(?:scores?|marks|points|rating|grade|10/10|5/5|1\.0|100%"
+    r"|(?:full|top|highest|perfect|maximum) (?:marks?|scores?|ratings?|points?|grades?))(?![\w-])"
+)
+_JUDGE_ADDRESS = re.compile(
+    # an addressee and a verdict in the same sentence or line, or words spoken to an addressee
+    rf"{_ADDRESSEE}[^.!?\n]{{0,120}}{_VERDICT}|{_VERDICT}[^.!?\n]{{0,120}}{_ADDRESSEE}"
+    rf"|(?<![\w-])(?:note|message|comment|attention)?\s*(?:to|for|dear) (?:the |any |an? |all )?(?:automated |ai |llm |human )?{_ADDRESSEE}"
+    # a request for a verdict, or to drop the instructions
+    rf"|(?<![\w-])(?:give|award|assign|rate|grade|score)s? (?:\w+ ){{0,4}}{_GRADE}|(?<![\w-])deserves? (?:\w+ ){{0,3}}{_GRADE}"
+    r"|(?<![\w-])ignore (?:all |any |your )?(?:previous|prior|above|earlier|the) (?:instructions|rubric|criteria|guidelines)",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"\b(?:i think|i believe|i guess|probably|maybe|perhaps|might be|may be around|as far as i know|if i recall|"
+    r"i'm not (?:entirely |completely |100% )?(?:sure|certain)|not (?:entirely )?sure|roughly|around|approximately|typically|usually)\b",
+    re.IGNORECASE,
+)
+_ASK_IDENTITY = re.compile(
+    r"\b(?:e-?mail|order (?:id|number))\b[^.?\n]{0,80}\?|\b(?:could|can|may) (?:you|i)[^.?\n]{0,60}\b(?:e-?mail|order)\b", re.I
+)
+_YES = re.compile(r"\b(?:yes|yeah|yep|go ahead|please do|sure|that's fine|that is fine|ok(?:ay)?|sounds good|do it|correct)\b", re.I)
+_TODAY = re.compile(r"Today is (\d{4}-\d{2}-\d{2})")
+_WINDOW = re.compile(r"at most (\d+) days after (?:the )?deliver", re.I)
+_THRESHOLD = re.compile(r"over \$([\d.,]+)")
+_DISPUTE = re.compile(
+    r"never (?:arrived|came|got it|received)|charged (?:me )?twice|double[- ]charged|didn'?t (?:authori[sz]e|make)|unauthori[sz]ed", re.I
+)
+_CLAIM = re.compile(
+    r"\b(?:i|we)(?:'ve| have)?(?: (?:just|now|already|successfully|gone ahead and))? ([a-z]+ed)\b"
+    r"|\b(?:has|have|was|is) (?:now |already |successfully |been )*(?:been )?(?:fully )?([a-z]+ed)\b",
+    re.IGNORECASE,
+)
+_TICKET = re.compile(r"\bT-\d+\b")
+_ORDER_MENTION = re.compile(r"(?<![\w-])#?(?:[Oo]-?)?(\d{4,})(?![\w-])")
+_AMOUNT = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)")
+_READ_TOOLS = frozenset({"find", "get", "list", "search", "read", "lookup", "check", "show", "fetch", "view"})
+_WRITE_TOOLS = ("refund", "cancel", "exchange", "update", "escalate", "change", "create", "delete", "issue", "send", "set")
+_STOP_TOKEN = "###STOP###"
+
+
+# -- features ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    name: str
+    arguments: dict[str, Any]
+    result: str = ""
+    ok: bool = False
+    after_user: str = ""  # the customer's last words before the call
+
+
+@dataclass
+class _View:
+    """What a trajectory shows without gold: instructions, question, calls, evidence, answer."""
+
+    system: str
+    question: str
+    answer: str
+    calls: list[_Call] = field(default_factory=list)
+    user_texts: list[str] = field(default_factory=list)
+    assistant_texts: list[str] = field(default_factory=list)
+    format_errors: int = 0
+    tool_names: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, trajectory: Trajectory) -> _View:
+        system = "\n".join(m.content or "" for m in trajectory.messages if m.role == "system")
+        first_user = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
+        view = cls(system=system, question=first_user.strip().partition("\n\n")[0], answer=trajectory.final_answer)
+        view.tool_names = {str(t.get("function", t).get("name", "")) for t in trajectory.tools if isinstance(t, dict)}
+        pending: dict[str, _Call] = {}
+        last_user = ""
+        for message in trajectory.messages:
+            if message.role == "user":
+                text = message.content or ""
+                if text.startswith(FORMAT_ERROR_PREFIX):
+                    view.format_errors += 1
+                else:
+                    view.user_texts.append(text)
+                    last_user = text
+            elif message.role == "assistant":
+                if message.content:
+                    view.assistant_texts.append(message.content)
+                for call in message.tool_calls or []:
+                    try:
+                        arguments = json.loads(call.function.arguments)
+                    except (ValueError, RecursionError):
+                        arguments = {}
+                    pending[call.id] = _Call(call.function.name, arguments if isinstance(arguments, dict) else {}, after_user=last_user)
+                    view.calls.append(pending[call.id])
+                    view.tool_names.add(call.function.name)
+            elif message.role == "tool" and message.tool_call_id in pending:
+                call = pending.pop(message.tool_call_id)
+                call.result = message.content or ""
+                call.ok = not call.result.startswith("Error")
+        return view
+
+
+def family_of(trajectory: Trajectory) -> str:
+    """The task family whose head scores `trajectory`: ``support`` (customer, orders and
+    actions), ``summarize`` (a document read in sections), ``rag`` (search and read a
+    knowledge base), else ``generic``; told by the tools offered or called."""
+    names = _View.of(trajectory).tool_names
+    if names & {"find_customer", "refund_order", "cancel_order", "get_order"}:
+        return "support"
+    if names & {"read_section", "list_sections"}:
+        return "summarize"
+    if names & {"search", "read"}:
+        return "rag"
+    return "generic"
+
+
+def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = None) -> dict[str, float]:
+    """The gold-free features of `trajectory`, by `FEATURES` name, each roughly in [0, 1] or
+    a small count. `grounding` is `GroundingJudge`'s score of it (computed when omitted)."""
+    if grounding is None:
+        from .grounding import GroundingJudge
+
+        grounding = GroundingJudge().score_many([trajectory])[0]
+    view = _View.of(trajectory)
+    seen = seen_text(trajectory.messages)
+    g = grounding.components
+    answer = strip_copied(view.answer, [view.system, view.question])
+    answered = bool(answer.strip(" \n\t.,;:!?-"))
+    words = len(view.answer.split())
+    limit_match = _WORD_LIMIT.search(view.question) or _WORD_LIMIT.search(view.system)
+    limit = int(limit_match.group(1)) if limit_match else 150
+    entities = extract_entities(answer)
+    seen_entities = extract_entities(seen)
+    context, context_min = _entity_context(answer, seen)
+    abstained = bool(ABSTENTION.search(answer))
+    ok_results = [c.result for c in view.calls if c.ok]
+    names_seen = _names_seen(view.question, seen)
+    features = {
+        "answered": float(answered),
+        "log_words": math.log1p(words) / math.log(1000),
+        "over_limit": min(3.0, max(0.0, words / limit - 1)),
+        "copied_instructions": _copied_share(view.answer, [view.system, view.question]),
+        "copied_seen": _copied_share(view.answer, ok_results),
+        "entities": math.log1p(len(entities)) / math.log(30),
+        "entity_seen_share": len(entities & seen_entities) / len(entities) if entities else 1.0,
+        "entity_context": context,
+        "entity_context_min": context_min,
+        "addresses_judge": float(bool(_JUDGE_ADDRESS.search(view.answer))),
+        "hedges": min(1.0, len(_HEDGE.findall(answer)) / 2),
+        "abstained": float(abstained),
+        "abstained_x_match": float(abstained) * g.get("question_match", 0.0),
+        "question_names_seen": names_seen,
+        "abstained_x_unseen": float(abstained) * (1.0 - names_seen),
+        "figures_x_unseen": float(bool(entities) and not abstained) * (1.0 - names_seen),
+        "support": g.get("support", 0.0),
+        "min_similarity": g.get("min_similarity", 0.0),
+        "coverage": g.get("coverage", 0.0),
+        "relevance": g.get("relevance", 0.0),
+        "grounding": g.get("grounding", 0.0),
+        "unsupported": math.log1p(g.get("unsupported", 0.0)),
+        "question_match": g.get("question_match", 0.0),
+        "tool_calls": math.log1p(len(view.calls)) / math.log(30),
+        "tool_error_share": sum(not c.ok for c in view.calls) / len(view.calls) if view.calls else 0.0,
+        "called_tools": float(bool(view.calls)),
+        "format_errors": math.log1p(view.format_errors),
+        "truncated": float((trajectory.termination is not None and trajectory.termination.truncated) or not view.answer.strip()),
+    }
+    features.update(_retrieval_features(view, answer, seen))
+    features.update(_action_features(view))
+    features.update(_section_features(view, answer))
+    return {name: float(features[name]) for name in FEATURES}
+
+
+def _names_seen(question: str, seen: str) -> float:
+    """Share of the question's names (capitalised words that do not open a sentence) that
+    occur in what the tools returned; 1 when it names nothing. A product, region or person
+    the sources never mention is a sign the sources cannot answer."""
+    names = {m.group().casefold() for m in _NAME.finditer(question) if question[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?")}
+    names -= {"i", "i'm", "i've", "hi", "hello"}
+    if not names:
+        return 1.0
+    words = {w.casefold() for w in re.findall(r"[\w'-]+", seen)}
+    return len(names & words) / len(names)
+
+
+def _copied_share(text: str, sources: Sequence[str]) -> float:
+    """Share of `text`'s characters in runs of 8+ words copied from `sources`."""
+    if not text.strip() or not any(sources):
+        return 0.0
+    kept = strip_copied(text, sources)
+    return max(0.0, 1.0 - len(kept.strip()) / len(text.strip()))
+
+
+def _entity_context(answer: str, seen: str) -> tuple[float, float]:
+    """How well the words around each figure or person of `answer` match the words around
+    it where the agent saw it: per figure (or two-word name), the best share of its
+    sentence's content words that a seen sentence holding it also has. (mean, min) over the
+    answer's figures and names that were seen; (1, 1) when there are none. A figure or a
+    name moved to the wrong product, section or role keeps its value but loses its context."""
+    by_entity: dict[str, list[set[str]]] = {}
+    for sentence in _SENTENCE_END.split(seen):
+        words = {w.casefold() for w in _CONTENT_WORD.findall(sentence)}
+        for entity in _anchors(sentence):
+            by_entity.setdefault(entity, []).append(words - set(entity.casefold().split()))
+    shares = []
+    for sentence in _SENTENCE_END.split(_CITATION.sub(" ", answer)):
+        words = {w.casefold() for w in _CONTENT_WORD.findall(sentence)}
+        for entity in _anchors(sentence):
+            own = words - set(entity.casefold().split())
+            if entity in by_entity and own:
+                shares.append(max(len(own & other) / len(own) for other in by_entity[entity][:50]))
+    return (float(np.mean(shares)), float(min(shares))) if shares else (1.0, 1.0)
+
+
+def _anchors(sentence: str) -> set[str]:
+    """The figures (canonical entities) and two-word capitalised names of a sentence."""
+    return extract_entities(sentence) | set(_PERSON.findall(sentence))
+
+
+def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]:
+    cited = set(_CITATION.findall(answer))
+    listed = set(_ARTICLE_HEADER.findall(seen))
+    read_text = "\n".join(c.result for c in view.calls if c.ok and c.name == "read")
+    read_ids = set(_ARTICLE_HEADER.findall(read_text))
+    entities = extract_entities(answer)
+    return {
+        "citations": min(1.0, len(cited) / 3),
+        "cited_seen_share": len(cited & listed) / len(cited) if cited else 0.0,
+        "cited_read_share": len(cited & read_ids) / len(cited) if cited else 0.0,
+        "searched": float(any(c.name == "search" for c in view.calls)),
+        "reads": math.log1p(sum(c.name == "read" and c.ok for c in view.calls)) / math.log(6),
+        "entities_read_share": len(entities & extract_entities(read_text)) / len(entities) if entities else 0.0,
+    }
+
+
+def _action_features(view: _View) -> dict[str, float]:
+    """Identification, changes made (and whether the customer agreed first), claims of changes
+    no tool made, refusals, and the written policy's window and dispute rules."""
+    said = "\n".join(strip_copied(t, [view.system]) for t in view.assistant_texts)
+    identified_at = next((i for i, c in enumerate(view.calls) if c.name == "find_customer" and c.ok), None)
+    writes = [(i, c) for i, c in enumerate(view.calls) if _is_write(c.name)]
+    ok_writes = [c for _, c in writes if c.ok]
+    done_stems = {stem for c in ok_writes for stem in _stems(c.name)}
+    claimed = {_stem(m.group(1) or m.group(2)) for m in _CLAIM.finditer(said)}
+    claimed &= {_stem(w) for w in _WRITE_TOOLS} | {"refund", "cancel", "exchange", "escalat", "updat", "chang", "process", "issu"}
+    false_claims = len(claimed - done_stems - ({"process", "issu", "updat", "chang"} if ok_writes else set()))
+    shown_tickets = set(_TICKET.findall("\n".join(c.result for c in view.calls if c.ok)))
+    false_claims += len(set(_TICKET.findall(said)) - shown_tickets)
+    # what a customer must be told of a change: the amounts and ticket ids its result holds
+    outcome_bits = [f"num:{canonical_number(m)}" for c in ok_writes for m in _AMOUNT.findall(c.result)]
+    outcome_bits += [t for c in ok_writes for t in _TICKET.findall(c.result)]
+    told = extract_entities(said) | set(_TICKET.findall(said))
+    outside, dispute = _policy_breaches(view, ok_writes)
+    mentioned = {_normal_id(m) for m in _ORDER_MENTION.findall(" ".join(view.user_texts))}
+    return {
+        "identified": float(identified_at is not None),
+        "asked_identity": float(bool(_ASK_IDENTITY.search(said))),
+        "refused_calls": math.log1p(sum(not c.ok and "identif" in c.result for c in view.calls)),
+        "writes_ok": math.log1p(len(ok_writes)),
+        "writes_failed": math.log1p(sum(not c.ok for _, c in writes)),
+        "write_before_identified": float(any(identified_at is None or i < identified_at for i, _ in writes)),
+        "write_unmentioned_order": sum(_order_id(c) not in mentioned for c in ok_writes) / len(ok_writes) if ok_writes else 0.0,
+        "unconfirmed_writes": sum(not _YES.search(c.after_user) for c in ok_writes) / len(ok_writes) if ok_writes else 0.0,
+        "false_claims": math.log1p(false_claims),
+        "outcome_told": (sum(b in told for b in outcome_bits) / len(outcome_bits)) if outcome_bits else float(not ok_writes),
+        "outside_window": float(outside),
+        "dispute_refunded": float(dispute),
+        "assistant_turns": math.log1p(len(view.assistant_texts)) / math.log(20),
+    }
+
+
+def _policy_breaches(view: _View, ok_writes: list[_Call]) -> tuple[bool, bool]:
+    """(a refund of an order delivered longer ago than the prompt's return window, a refund
+    of a disputed order over the prompt's escalation threshold); read off the system prompt
+    and the orders the tools showed."""
+    refunds = [c for c in ok_writes if c.name.startswith("refund")]
+    if not refunds:
+        return False, False
+    today, window, threshold = _TODAY.search(view.system), _WINDOW.search(view.system), _THRESHOLD.search(view.system)
+    orders: dict[str, dict[str, Any]] = {}
+    for call in view.calls:
+        if call.ok and call.name == "get_order":
+            try:
+                order = json.loads(call.result)
+            except ValueError:
+                continue
+            if isinstance(order, dict) and "order_id" in order:
+                orders[str(order["order_id"]).upper()] = order
+    outside = dispute = False
+    disputed = bool(_DISPUTE.search(" ".join(view.user_texts)))
+    for call in refunds:
+        order = orders.get(str(call.arguments.get("order_id", "")).strip().lstrip("#").upper(), {})
+        delivered = order.get("delivered_on")
+        if today and window and isinstance(delivered, str):
+            try:
+                age = (date.fromisoformat(today.group(1)) - date.fromisoformat(delivered[:10])).days
+            except ValueError:
+                age = 0
+            outside |= age > int(window.group(1))
+        total = extract_entities(str(order.get("total", "")))
+        amounts = [float(e.split(":", 1)[1]) for e in total if e.startswith("num:") and e.count(".") <= 1]
+        if threshold and disputed and amounts:
+            dispute |= max(amounts) > float(threshold.group(1).replace(",", ""))
+    return outside, dispute
+
+
+def _section_features(view: _View, answer: str) -> dict[str, float]:
+    listing = "\n".join(c.result for c in view.calls if c.ok and c.name == "list_sections")
+    sections = dict(_LISTED_SECTION.findall(listing))
+    read = {str(c.arguments.get("section_id", "")).strip("[] ").casefold() for c in view.calls if c.ok and c.name == "read_section"}
+    titles = {w.casefold() for title in sections.values() for w in _CONTENT_WORD.findall(title)}
+    answer_words = [w.casefold() for w in _CONTENT_WORD.findall(answer)]
+    return {
+        "read_share": len(read & {s.casefold() for s in sections}) / len(sections) if sections else float(bool(read)),
+        "title_share": sum(w in titles for w in answer_words) / len(answer_words) if answer_words and titles else 0.0,
+    }
+
+
+def _order_id(call: _Call) -> str:
+    return _normal_id(str(call.arguments.get("order_id", "")))
+
+
+def _normal_id(text: str) -> str:
+    """An order id as written by a customer or a tool call ("#o-48213", "48213") -> "48213"."""
+    return text.strip().lstrip("#").upper().removeprefix("O-").removeprefix("O")
+
+
+def _is_write(name: str) -> bool:
+    head = name.split("_", 1)[0]
+    return head not in _READ_TOOLS and any(name.startswith(w) for w in _WRITE_TOOLS)
+
+
+def _stem(word: str) -> str:
+    word = word.casefold()
+    for suffix in ("lled", "led", "ed", "e", "ing"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] if suffix != "lled" else word[:-3]
+    return word
+
+
+def _stems(tool: str) -> set[str]:
+    return {_stem(part) for part in tool.split("_")}
+
+
+# -- the judge --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Head:
+    """One family's linear head: ``sigmoid(weights . (x - mean) / scale + bias)``."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def logit(self, x: np.ndarray) -> np.ndarray:
+        return ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
+
+
+def load_heads(path: str | Path = WEIGHTS_PATH) -> dict[str, Head]:
+    """The heads stored at `path`, by family; raises with the command that builds them."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no learned-judge weights at {path}; build them with: python -m judgegym.benchmarks.learned_judge train")
+    data = json.loads(path.read_text())
+    if tuple(data.get("features", ())) != FEATURES:
+        raise ValueError(f"{path} was trained on other features; retrain: python -m judgegym.benchmarks.learned_judge train --out {path}")
+    return {family: Head(**{k: tuple(v) if isinstance(v, list) else v for k, v in head.items()}) for family, head in data["heads"].items()}
+
+
+@cache
+def _shipped_heads() -> dict[str, Head]:
+    return load_heads()
+
+
+@dataclass(frozen=True)
+class LearnedJudge(BatchJudge):
+    """A pointwise judge that needs no gold answer and no LLM, in [0, 1].
+
+    It scores a trajectory from what the agent saw and did and what it answered
+    (`trajectory_features`: GroundingJudge's embedding support, copied instructions, figures
+    and their context, citations of what was read, identification, changes made with and
+    without the customer's yes, claims no tool backs, the prompt's policy, sections read)
+    with a linear head per task family (`family_of`), trained with a pairwise objective within
+    groups on verifier-labelled episodes of the envs' train splits. `heads` defaults to the
+    shipped weights; pass `load_heads(path)` for retrained ones. Components: the family, the
+    head's logit and the features it weighs most, so an explanation says why.
+    """
+
+    heads: dict[str, Head] | None = None
+
+    relative: ClassVar[bool] = False
+
+    def score_many(self, trajectories: Sequence[Trajectory]) -> list[JudgeScore]:
+        """Score any trajectories with one embedding call; blocking."""
+        from .grounding import GroundingJudge
+
+        heads = self.heads if self.heads is not None else _shipped_heads()
+        groundings = GroundingJudge().score_many(trajectories)
+        scores = []
+        for trajectory, grounding in zip(trajectories, groundings, strict=True):
+            features = trajectory_features(trajectory, grounding)
+            family = family_of(trajectory)
+            head = heads.get(family) or heads["generic"]
+            x = np.array([features[name] for name in FEATURES])
+            logit = float(head.logit(x))
+            score = 0.0 if not trajectory.final_answer.strip() else 1.0 / (1.0 + math.exp(-logit))
+            contributions = (x - np.asarray(head.mean)) / np.asarray(head.scale) * np.asarray(head.weights)
+            top = np.argsort(-np.abs(contributions))[:3]
+            why = ", ".join(f"{FEATURES[i]} {'+' if contributions[i] > 0 else '-'}{abs(contributions[i]):.2f}" for i in top)
+            components = {"logit": logit, **{name: features[name] for name in _LOGGED}}
+            scores.append(
+                JudgeScore(score=min(1.0, max(0.0, score)), explanation=f"{family} head; most weight: {why}", components=components)
+            )
+        return scores
+
+
+_LOGGED = ("support", "grounding", "addresses_judge", "false_claims", "write_before_identified", "cited_read_share", "entity_context")
+
+
+def features_matrix(trajectories: Sequence[Trajectory]) -> np.ndarray:
+    """`trajectory_features` of each trajectory as rows in `FEATURES` order (one embedding call)."""
+    from .grounding import GroundingJudge
+
+    groundings = GroundingJudge().score_many(trajectories)
+    return np.array([[trajectory_features(t, g)[name] for name in FEATURES] for t, g in zip(trajectories, groundings, strict=True)])
+
+
+__all__ = [
+    "FAMILIES",
+    "FEATURES",
+    "WEIGHTS_PATH",
+    "Head",
+    "LearnedJudge",
+    "family_of",
+    "features_matrix",
+    "load_heads",
+    "trajectory_features",
+]
