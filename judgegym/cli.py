@@ -369,7 +369,12 @@ def train_command(
         trainer = _load_trainer(train_config)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as exc:
         raise _fail(str(exc)) from None
-    records = trainer.train()
+    try:
+        records = trainer.train()
+    finally:
+        trainer.close()
+    if not trainer.ranks.is_main:  # under torchrun rank 0 reports
+        return
     last = next((r for r in reversed(records) if r.get("reward") is not None), None)
     evals = [r for r in records if r.get("eval/reward") is not None]
     if last is not None:

@@ -53,6 +53,11 @@ def test_a_config_file_is_not_overridden_by_option_defaults(tmp_path, tiny_model
         def train(self):
             return []
 
+        def close(self):
+            pass
+
+        ranks = trainers.distributed.Ranks()
+
     monkeypatch.setattr(trainers, "GRPOTrainer", Capture)
     config = {"model": str(tiny_model), "max_steps": 7, "output_dir": str(tmp_path / "from-file"), "env_kwargs": {"n_products": 20}}
     (tmp_path / "c.json").write_text(json.dumps(config))

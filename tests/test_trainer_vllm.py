@@ -284,7 +284,7 @@ def test_without_vllm_the_trainer_says_which_extra_to_install(monkeypatch, tmp_p
 
 
 def test_config_errors_for_the_backend():
-    with pytest.raises(ValueError, match="backend must be 'transformers' or 'vllm', got 'sglang'"):
+    with pytest.raises(ValueError, match="backend must be 'transformers', 'vllm' or 'server', got 'sglang'"):
         GRPOConfig(backend="sglang")
     for value in (0.0, 1.5):
         with pytest.raises(ValueError, match=r"gpu_memory_utilization must be in \(0, 1\]"):

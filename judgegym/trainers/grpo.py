@@ -5,12 +5,16 @@ judge -> group advantages -> clipped policy loss over sampled tokens -> AdamW.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import math
 import os
+import queue
 import random
+import threading
 import time
+import uuid
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -20,6 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+from rich.console import Console
 
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
@@ -37,8 +42,17 @@ from .checkpoint import (
     save_weights,
     truncate_metrics,
 )
-from .loss import ImportanceSamplingMode, LossType, importance_sampling_weights, policy_loss, selective_log_softmax
+from .distributed import Ranks
+from .loss import (
+    IMPORTANCE_SAMPLING_METRICS,
+    ImportanceSamplingMode,
+    LossType,
+    importance_sampling_weights,
+    policy_loss,
+    selective_log_softmax,
+)
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, _pad_id, make_envs, play_groups
+from .server_rollout import ServerBackend
 from .tokenize import TokenTrajectory
 from .vllm_rollout import LORA_RANKS, VLLMBackend, require_vllm
 
@@ -55,7 +69,8 @@ _SEED_STRIDE = 1_000_003
 
 _RESUMABLE_CHANGES = {
     "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard",
-    "gpu_memory_utilization", "max_model_len",
+    "gpu_memory_utilization", "max_model_len", "server_urls", "server_urls_file", "server_timeout_s", "server_max_concurrent_requests",
+    "server_adapter_dir", "dist_timeout_s",
 }  # fmt: skip
 """Config fields a resumed run may change without a warning."""
 
@@ -115,10 +130,28 @@ class GRPOConfig:
     max_turns: int = _field(6, "Most assistant turns per episode (passed to the env, which truncates the episode there).")
     temperature: float = _field(1.0, "Sampling temperature (> 0); the loss uses the same temperature.")
     top_p: float = _field(1.0, "Nucleus sampling. Keep 1.0: the logprobs do not model the truncation.")
-    backend: Literal["transformers", "vllm"] = _field(
+    backend: Literal["transformers", "vllm", "server"] = _field(
         "transformers",
-        "Rollout sampler: 'transformers' (the training model's generate, CPU or GPU) or 'vllm' (an in-process vLLM engine on "
-        "the same GPU serving the LoRA adapter; needs the gpu extra and use_lora).",
+        "Rollout sampler: 'transformers' (the training model's generate, CPU or GPU), 'vllm' (an in-process vLLM engine on "
+        "the same GPU serving the LoRA adapter; needs the gpu extra and use_lora) or 'server' (inference servers over HTTP, "
+        "vLLM's OpenAI-compatible API, at server_urls; needs use_lora).",
+    )
+    server_urls: list[str] = _field(
+        help="backend='server': base URLs of the inference servers (http://host:8000), all serving the policy model.", factory=list
+    )
+    server_urls_file: str | None = _field(None, "backend='server': a file with one server URL per line (# comments), read at start.")
+    server_model: str | None = _field(
+        None, "backend='server': the model name the servers serve (vllm serve --served-model-name); None: the model field."
+    )
+    server_adapter_dir: str | None = _field(
+        None, "backend='server': a folder every server can read at the same path, for each step's adapter; None: output_dir/adapters."
+    )
+    server_max_concurrent_requests: int = _field(64, "backend='server': requests in flight per server at once.")
+    server_timeout_s: float = _field(600.0, "backend='server': a request's time limit; slower servers count as failed and are retried.")
+    max_off_policy_steps: int = _field(
+        0,
+        "k: 0 samples each step's rollouts with the current policy (synchronous). k >= 1 samples the next steps' rollouts while "
+        "the current step trains (backend='server'), never training on a sample more than k policy versions old.",
     )
     gpu_memory_utilization: float = _field(
         0.3, "backend='vllm': share of the GPU's memory vLLM takes (weights + KV cache); the trainer's model and optimizer use the rest."
@@ -132,8 +165,10 @@ class GRPOConfig:
     loss_type: LossType = _field("dapo", "'dapo' (token mean over the step), 'grpo' (sequence mean), 'dr_grpo' (constant normaliser).")
     beta: float = _field(0.0, "KL coefficient (k3 estimator) toward the base model; needs use_lora (reference = adapter disabled).")
     scale_rewards: ScaleRewards = _field("group", "Advantage scaling: 'group' std, 'batch' std, or 'none' (Dr. GRPO).")
-    importance_sampling: ImportanceSamplingMode | None = _field(
-        None, "Correct sampler/trainer logprob mismatch per token: 'truncate' (TIS), 'mask' (MIS) or None (off)."
+    importance_sampling: ImportanceSamplingMode | Literal["off"] | None = _field(
+        None,
+        "Correct sampler/trainer logprob mismatch per token: 'truncate' (TIS), 'mask' (MIS), 'off', or None: 'truncate' when "
+        "max_off_policy_steps > 0, else off.",
     )
     importance_sampling_cap: float = _field(2.0, "Cap of the importance ratio pi_trainer / pi_sampler.")
     # -- run ----------------------------------------------------------------------------
@@ -146,6 +181,9 @@ class GRPOConfig:
     eval_split: str = _field("test", "The env split held-out eval plays.")
     tensorboard: bool = _field(False, "Also write TensorBoard scalars to output_dir/tensorboard (needs the tensorboard package).")
     resume: bool | str = _field(False, "True: continue from the newest checkpoint in output_dir (if any); a path: that checkpoint.")
+    dist_timeout_s: float = _field(
+        1800.0, "Under torchrun: the time limit of every collective; a rank that dies or hangs ends the run within it, never a hang."
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -163,12 +201,28 @@ class GRPOConfig:
             problems.append(f"loss_type must be 'dapo', 'grpo' or 'dr_grpo', got {self.loss_type!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
             problems.append(f"scale_rewards must be 'group', 'batch' or 'none', got {self.scale_rewards!r}")
-        if self.importance_sampling not in (None, "truncate", "mask"):
-            problems.append(f"importance_sampling must be 'truncate', 'mask' or None, got {self.importance_sampling!r}")
+        if self.importance_sampling not in (None, "truncate", "mask", "off"):
+            problems.append(f"importance_sampling must be 'truncate', 'mask', 'off' or None, got {self.importance_sampling!r}")
         if self.beta > 0 and not self.use_lora:
             problems.append("beta > 0 needs use_lora=True: the KL reference is the base model with the adapter disabled (no second copy)")
-        if self.backend not in ("transformers", "vllm"):
-            problems.append(f"backend must be 'transformers' or 'vllm', got {self.backend!r}")
+        if self.backend not in ("transformers", "vllm", "server"):
+            problems.append(f"backend must be 'transformers', 'vllm' or 'server', got {self.backend!r}")
+        if self.backend == "server" and not (self.server_urls or self.server_urls_file):
+            problems.append("backend='server' needs the servers' URLs: server_urls, or server_urls_file")
+        if self.backend == "server" and not self.use_lora:
+            problems.append(
+                "backend='server' needs use_lora=True: the trained weights reach the servers as a LoRA adapter after each step "
+                "(/v1/load_lora_adapter); inference servers have no API to replace a running model's full weights"
+            )
+        if self.max_off_policy_steps < 0:
+            problems.append(f"max_off_policy_steps must be >= 0, got {self.max_off_policy_steps}")
+        if self.max_off_policy_steps > 0 and self.backend != "server":
+            problems.append(
+                "max_off_policy_steps > 0 needs a sampler that runs beside the trainer (backend='server'); the transformers and "
+                "vllm backends sample with the training process's own device"
+            )
+        if self.server_max_concurrent_requests < 1 or self.server_timeout_s <= 0 or self.dist_timeout_s <= 0:
+            problems.append("server_max_concurrent_requests must be >= 1, server_timeout_s and dist_timeout_s > 0")
         if not 0 < self.gpu_memory_utilization <= 1:
             problems.append(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.max_model_len is not None and self.max_model_len < 1:
@@ -187,6 +241,27 @@ class GRPOConfig:
             problems.append(f"env_kwargs may not set {owned}: the trainer sets them (use GRPOConfig.max_turns)")
         if problems:
             raise ValueError("invalid GRPOConfig: " + "; ".join(problems))
+
+    @property
+    def importance_sampling_mode(self) -> ImportanceSamplingMode | None:
+        """The correction in force: `importance_sampling`, where None means 'truncate' with
+        ``max_off_policy_steps > 0`` (stale samples) and off otherwise; 'off' is off."""
+        if self.importance_sampling == "off":
+            return None
+        if self.importance_sampling is None and self.max_off_policy_steps > 0:
+            return "truncate"
+        return self.importance_sampling
+
+    def server_url_list(self) -> list[str]:
+        """`server_urls` and the URLs in `server_urls_file` (one per line, ``#`` comments)."""
+        urls = list(self.server_urls)
+        if self.server_urls_file:
+            path = Path(self.server_urls_file)
+            if not path.is_file():
+                raise FileNotFoundError(f"server_urls_file={self.server_urls_file!r}: no such file")
+            lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+            urls += [line for line in lines if line]
+        return urls
 
     @property
     def effective_learning_rate(self) -> float:
@@ -231,6 +306,84 @@ class _Batch:
     """Logit positions the forward pass keeps (``logits_to_keep``): from the first prompt end on."""
 
 
+@dataclass
+class Rollout:
+    """One step's played and judged groups (this rank's share)."""
+
+    step: int
+    policy_version: int
+    """Optimizer steps behind the weights that sampled it (the oldest, if the weights changed
+    during the step's sampling): ``step - 1`` when synchronous."""
+    episodes: list[RolloutEpisode]
+    groups: list[Group]
+    """The groups as played (unscored)."""
+    judged: list[Group]
+    judge_metrics: dict[str, float]
+    timings: dict[str, float]
+    waited_s: float | None = None
+    """Made ahead by a `_Pipeline`: how long the trainer waited for it (None: made in the step)."""
+    sampler_idle_s: float = 0.0
+    """Made ahead: how long the sampler waited for the trainer before making it."""
+
+
+class _Pipeline:
+    """The asynchronous loop (``max_off_policy_steps = k >= 1``): a background thread plays and
+    judges steps in order, starting step s only once the trainer has finished step
+    ``s - 1 - k``. Since the trainer gives the backend new weights right after each step, the
+    weights that sample step s are at most k versions old; `GRPOTrainer.train_step` checks it
+    again and never trains on an older group."""
+
+    def __init__(self, trainer: GRPOTrainer, lag: int):
+        self.trainer, self.lag = trainer, lag
+        self.ready: queue.Queue[Rollout | BaseException] = queue.Queue()
+        self.progress = threading.Condition()
+        self.done = trainer.state.step
+        self.stopping = False
+        self.thread = threading.Thread(target=self._produce, name="judgegym-rollouts", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def next(self) -> Rollout:
+        """The next step's rollout (waiting for it: the trainer's idle time)."""
+        started = time.perf_counter()
+        item = self.ready.get()
+        if isinstance(item, BaseException):
+            raise RuntimeError("the rollout thread failed") from item
+        item.waited_s = time.perf_counter() - started
+        return item
+
+    def trained(self, step: int) -> None:
+        with self.progress:
+            self.done = step
+            self.progress.notify_all()
+
+    def stop(self) -> None:
+        with self.progress:
+            self.stopping = True
+            self.progress.notify_all()
+        self.thread.join(timeout=self.trainer.config.server_timeout_s + 5)
+
+    def _produce(self) -> None:
+        trainer = self.trainer
+        first, last = trainer.state.step + 1, trainer.config.max_steps
+        cursor = trainer.state.cursor
+        try:
+            for step in range(first, last + 1):
+                started = time.perf_counter()
+                with self.progress:
+                    self.progress.wait_for(lambda s=step: self.stopping or self.done >= s - 1 - self.lag)
+                    if self.stopping:
+                        return
+                idle = time.perf_counter() - started
+                rollout = trainer.rollout(step, cursor)
+                rollout.sampler_idle_s = idle
+                cursor += trainer.config.scenarios_per_step
+                self.ready.put(rollout)
+        except BaseException as error:  # noqa: BLE001  (handed to the trainer's thread, which raises it)
+            self.ready.put(error)
+
+
 class GRPOTrainer:
     """GRPO over a judgegym env: each step plays B scenarios x G episodes, judges each group,
     and takes one policy-gradient step on the sampled tokens.
@@ -257,6 +410,15 @@ class GRPOTrainer:
         if backend is None and config.backend == "vllm":
             require_vllm()  # fail before loading anything
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+        self.ranks = Ranks.from_environment(device=self.device, timeout_s=config.dist_timeout_s)
+        """This process among the trainer's ranks (torchrun); one rank otherwise."""
+        if self.ranks.active and config.device == "auto" and self.device == "cuda":
+            self.device = f"cuda:{self.ranks.local_rank}"
+        if config.scenarios_per_step % self.ranks.world_size:
+            raise ValueError(
+                f"scenarios_per_step={config.scenarios_per_step} must be divisible by the {self.ranks.world_size} ranks: each rank "
+                "plays whole groups"
+            )
         if config.dtype == "auto":
             self.dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         else:
@@ -271,7 +433,8 @@ class GRPOTrainer:
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.trainable, lr=config.effective_learning_rate, weight_decay=config.weight_decay)
         self.scheduler = _scheduler(config, self.optimizer)
-        self.envs = make_envs(config.env_id, config.scenarios_per_step * config.group_size, config.env_kwargs, max_turns=config.max_turns)
+        self.groups_per_rank = config.scenarios_per_step // self.ranks.world_size
+        self.envs = make_envs(config.env_id, self.groups_per_rank * config.group_size, config.env_kwargs, max_turns=config.max_turns)
         self.state = TrainerState()
         self.history: list[dict[str, Any]] = []
         """Metric records this trainer logged (also appended to metrics.jsonl)."""
@@ -279,10 +442,13 @@ class GRPOTrainer:
         """The episodes of the latest step (judged trajectories replace the unscored ones)."""
         self.resumed_from: Path | None = None
         self._prepare_output()
-        # The run's settings beside its adapters: `judgegym eval --from-run DIR` plays the same env with them.
-        (self.output_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8")
+        if self.ranks.is_main:
+            # The run's settings beside its adapters: `judgegym eval --from-run DIR` plays the same env with them.
+            (self.output_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8")
         self.backend: RolloutBackend = backend or self._make_backend()
-        self.backend.sync_weights(self.model)  # a resumed model differs from the weights the backend started with
+        if config.max_off_policy_steps > 0 and isinstance(self.backend, TransformersBackend | VLLMBackend):
+            raise ValueError(f"max_off_policy_steps > 0 needs a sampler beside the trainer; {type(self.backend).__name__} is not one")
+        self._sync_backend()  # a resumed model differs from the weights the backend started with
 
     # -- public API ---------------------------------------------------------------------
 
@@ -294,19 +460,27 @@ class GRPOTrainer:
     def train(self) -> list[dict[str, Any]]:
         """Run steps ``state.step + 1 .. max_steps``; returns the metric records logged.
 
-        Progress goes to stdout: in a terminal a bar labelled with the phase (eval before
-        training, step k/N, eval at step k), elsewhere one line per step (reward, s/step,
-        time left) and per held-out eval."""
-        config = self.config
-        writer = self._tensorboard()
+        Progress goes to stdout (rank 0's only under torchrun): in a terminal a bar labelled
+        with the phase (eval before training, step k/N, eval at step k), elsewhere one line
+        per step (reward, s/step, time left) and per held-out eval. With
+        ``max_off_policy_steps = k > 0`` a background thread samples and judges up to k steps
+        ahead of the update (`_Pipeline`)."""
+        config, main = self.config, self.ranks.is_main
+        writer = self._tensorboard() if main else None
         done_before = self.state.step
+        console = None if main else Console(file=io.StringIO())
+        pipeline = _Pipeline(self, config.max_off_policy_steps) if config.max_off_policy_steps > 0 else None
         try:
-            with RunProgress(config.max_steps, label="GRPO", completed=self.state.step) as progress:
-                if self.state.step == 0 and config.eval_steps:
+            with RunProgress(config.max_steps, label="GRPO", completed=self.state.step, console=console) as progress:
+                if self.state.step == 0 and config.eval_steps and main:
                     self._log({"step": 0, **self._evaluate_and_keep_best(progress)}, writer)
+                if pipeline is not None:
+                    pipeline.start()
                 while self.state.step < config.max_steps:
                     progress.phase(f"step {self.state.step + 1}/{config.max_steps}: sampling, judging, updating")
-                    record = self.train_step()
+                    record = self.train_step(pipeline.next() if pipeline is not None else None)
+                    if pipeline is not None:
+                        pipeline.trained(self.state.step)
                     step = self.state.step
                     left = (config.max_steps - step) * progress.elapsed / max(1, step - done_before)
                     progress.update(step, note=f"reward {_fmt(record.get('reward'))}, {record['step_time_s']:.1f} s/step")
@@ -315,6 +489,8 @@ class GRPOTrainer:
                             f"step {step}/{config.max_steps}: reward {_fmt(record.get('reward'))}, loss {_fmt(record.get('loss'))}, "
                             f"{record['step_time_s']:.1f} s/step, about {format_seconds(left)} left"
                         )
+                    if not main:
+                        continue
                     if config.eval_steps and (step % config.eval_steps == 0 or step == config.max_steps):
                         record.update(self._evaluate_and_keep_best(progress))
                     self._log(record, writer)  # before the checkpoint: a crash in between re-runs this step
@@ -329,24 +505,28 @@ class GRPOTrainer:
                             config=config.to_dict(),
                         )
                         prune_checkpoints(self.checkpoints_dir, config.keep_last)
-                progress.phase("saving the last adapter and the plot")
-                with atomic_directory(self.output_dir / "last") as folder:
-                    save_weights(self.model, folder, self.tokenizer)
-                plot_rewards(self.metrics_path, self.output_dir / "reward.png", train_judge=config.judge, eval_judge=config.eval_judge)
+                if main:
+                    progress.phase("saving the last adapter and the plot")
+                    with atomic_directory(self.output_dir / "last") as folder:
+                        save_weights(self.model, folder, self.tokenizer)
+                    plot_rewards(self.metrics_path, self.output_dir / "reward.png", train_judge=config.judge, eval_judge=config.eval_judge)
+                self.ranks.barrier("waiting for rank 0 to save the last adapter")
                 progress.phase("done")
         finally:
+            if pipeline is not None:
+                pipeline.stop()
             if writer is not None:
                 writer.close()
         return self.history
 
-    def train_step(self) -> dict[str, Any]:
-        """One GRPO step: play, judge, compute advantages, update. Returns its metrics."""
+    def rollout(self, step: int, cursor: int) -> Rollout:
+        """Play and judge step `step`'s groups (this rank's share of the scenarios at data-cursor
+        positions ``cursor ..``) with the policy the backend serves now."""
         config, started = self.config, time.perf_counter()
-        step = self.state.step + 1
-        seeds = self.scenario_seeds(self.state.cursor, config.scenarios_per_step)
+        seeds = self.scenario_seeds(cursor, config.scenarios_per_step)[self.ranks.share(config.scenarios_per_step)]
+        version = self._served_step
 
-        # 1. Rollouts: B scenarios x G members, sampled by the current policy.
-        self.model.eval()
+        # 1. Rollouts: this rank's groups x G members, sampled by the policy the backend serves.
         sampling = Sampling(config.temperature, config.top_p, config.max_new_tokens, self._sampling_seed(step))
         episodes = play_groups(self.backend, self.tokenizer, self.envs, seeds, sampling)
         generated = time.perf_counter()
@@ -360,37 +540,74 @@ class GRPOTrainer:
         for group_members, group in zip(members, judged, strict=True):
             for episode, trajectory in zip(group_members, group.trajectories, strict=True):
                 episode.trajectory = trajectory
-        self.last_rollout = episodes
-        judged_at = time.perf_counter()
+        timings = {"timing/generate_s": generated - started, "timing/judge_s": time.perf_counter() - generated}
+        return Rollout(step, version, episodes, groups, judged, judge_metrics, timings)
 
-        # 3. Group-relative advantages; failed and zero-variance groups carry no signal.
-        advantages = group_advantages(judged, config.scale_rewards)
+    def train_step(self, rollout: Rollout | None = None) -> dict[str, Any]:
+        """One GRPO step: play, judge (or take the `rollout` a pipeline made ahead), compute
+        advantages across every rank's groups, update. Returns its metrics."""
+        config, started = self.config, time.perf_counter()
+        step = self.state.step + 1
+        if rollout is None:
+            self.model.eval()
+            rollout = self.rollout(step, self.state.cursor)
+        elif rollout.step != step:
+            raise RuntimeError(f"the pipeline handed step {rollout.step}'s rollouts to step {step}")
+        judged_at = time.perf_counter()
+        episodes, judged = rollout.episodes, rollout.judged
+        members = [episodes[i * config.group_size : (i + 1) * config.group_size] for i in range(len(judged))]
+        self.last_rollout = episodes
+
+        # 3. Group-relative advantages over every rank's groups; failed and zero-variance groups
+        #    carry no signal, nor do groups sampled more than max_off_policy_steps versions ago.
+        staleness = step - 1 - rollout.policy_version
+        too_old = staleness > config.max_off_policy_steps
+        rewards = [None if group.failed else [t.reward for t in group.trajectories] for group in judged]
+        all_rewards = [r for share in self.ranks.gather(rewards) for r in share]
+        advantages = group_advantages(all_rewards, config.scale_rewards)
+        mine = self.ranks.share(config.scenarios_per_step)
         batch: list[tuple[TokenTrajectory, float]] = []
-        for group_members, group_advantage, flat in zip(members, advantages.advantages, advantages.zero_std, strict=True):
-            if group_advantage is not None and not flat:
+        for group_members, group_advantage, flat in zip(members, advantages.advantages[mine], advantages.zero_std[mine], strict=True):
+            if group_advantage is not None and not flat and not too_old:
                 batch += [(e.tokens, a) for e, a in zip(group_members, group_advantage, strict=True)]
 
         # 4. One policy-gradient step over the sampled tokens of the kept groups.
         self.model.train()
         train_metrics = self._update(batch)
         self.model.eval()
-        self.backend.sync_weights(self.model)
-        self.state.step, self.state.cursor = step, self.state.cursor + len(seeds)
+        self.state.step, self.state.cursor = step, self.state.cursor + config.scenarios_per_step
+        self._sync_backend()
         finished = time.perf_counter()
 
         record: dict[str, Any] = {"step": step}
         record.update({k: advantages.metrics()[k] for k in ("reward", "reward_std", "frac_reward_zero_std")})
-        record.update(_reward_components(groups, judged))
-        record.update(_episode_metrics(episodes))
+        shared = self.ranks.gather((_component_values(rollout.groups, judged), [_episode_counts(e) for e in episodes]))
+        record.update(_reward_components([row for components, _ in shared for row in components]))
+        record.update(_episode_metrics([counts for _, rows in shared for counts in rows]))
         record.update(train_metrics)
-        record.update(judge_metrics)
+        record.update(self.ranks.sum(rollout.judge_metrics))
         record["num_failed_groups"] = advantages.n_failed
         record["num_zero_std_groups"] = advantages.n_zero_std
-        record["timing/generate_s"] = generated - started
-        record["timing/judge_s"] = judged_at - generated
+        timing = dict(rollout.timings)
+        if rollout.waited_s is not None:  # made ahead by the pipeline
+            stale = self.ranks.sum({"stale": float(too_old) * len(judged)})["stale"]
+            record.update({"async/staleness": staleness, "async/dropped_stale_groups": stale})
+            timing.update({"timing/trainer_idle_s": rollout.waited_s, "timing/sampler_idle_s": rollout.sampler_idle_s})
+            record["step_time_s"] = rollout.waited_s + finished - judged_at
+        else:
+            record["step_time_s"] = finished - started
+        record.update(timing)
         record["timing/train_s"] = finished - judged_at
-        record["step_time_s"] = finished - started
+        record.update(getattr(self.backend, "metrics", dict)())
         return record
+
+    def close(self) -> None:
+        """Release what the trainer holds outside this process: the backend's connections to
+        inference servers, and under torchrun the process group it joined."""
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+        self.ranks.close()
 
     def evaluate(self, on_episode: Callable[[Trajectory], None] | None = None) -> dict[str, float]:
         """Held-out eval of the current policy: ``eval_episodes`` greedy episodes of
@@ -434,15 +651,18 @@ class GRPOTrainer:
     # -- the update ---------------------------------------------------------------------
 
     def _update(self, batch: list[tuple[TokenTrajectory, float]]) -> dict[str, Any]:
-        """Accumulate the loss of every micro-batch, clip, and step the optimizer."""
+        """Accumulate the loss of every micro-batch, sum the gradients over ranks, clip, and step
+        the optimizer. The loss is normalised by the sampled tokens and sequences of every
+        rank's batch, so the summed gradient is the one a single process would compute."""
         config = self.config
         learning_rate = self.scheduler.get_last_lr()[0]
-        num_tokens = sum(tokens.num_sampled for tokens, _ in batch)
+        totals = self.ranks.sum({"tokens": sum(tokens.num_sampled for tokens, _ in batch), "sequences": len(batch)})
+        num_tokens, num_sequences = int(totals["tokens"]), int(totals["sequences"])
         metrics: dict[str, Any] = {
             "loss": 0.0,
             "grad_norm": 0.0,
             "learning_rate": learning_rate,
-            "num_trained_sequences": len(batch),
+            "num_trained_sequences": num_sequences,
             "num_trained_tokens": num_tokens,
             "entropy": math.nan,
             "clip_ratio/low_mean": math.nan,
@@ -458,8 +678,15 @@ class GRPOTrainer:
             _step_scheduler_only(self.scheduler)
             return metrics
 
+        importance_sampling = config.importance_sampling_mode
         sums: dict[str, float] = defaultdict(float)
-        max_diff = 0.0
+        # every rank reduces the same keys, trained or not
+        for key in ("loss", "entropy", "logp_diff", "logp_diff_max", *(f"clip_ratio/{k}_mean" for k in ("low", "high", "region"))):
+            sums[key] = 0.0
+        if config.beta > 0:
+            sums["kl"] = 0.0
+        if importance_sampling:
+            sums.update({key: 0.0 for key in IMPORTANCE_SAMPLING_METRICS})
         for start in range(0, len(batch), config.micro_batch_size):
             micro = _pad_batch(batch[start : start + config.micro_batch_size], _pad_id(self.tokenizer), self.device)
             logits = self._logits(micro)
@@ -469,12 +696,12 @@ class GRPOTrainer:
                 with torch.no_grad(), self.model.disable_adapter():
                     ref_logprobs = selective_log_softmax(self._logits(micro), micro.targets, config.temperature)
             weights = None
-            if config.importance_sampling:
+            if importance_sampling:
                 weights, is_metrics = importance_sampling_weights(
                     logprobs.detach(),
                     micro.sampler_logprobs,
                     micro.mask,
-                    mode=config.importance_sampling,
+                    mode=importance_sampling,
                     cap=config.importance_sampling_cap,
                 )
                 n = float(micro.mask.sum())
@@ -494,7 +721,7 @@ class GRPOTrainer:
                 beta=config.beta,
                 ref_logprobs=ref_logprobs,
                 num_items_in_batch=num_tokens,
-                num_sequences_in_batch=len(batch),
+                num_sequences_in_batch=num_sequences,
                 max_completion_length=config.max_turns * config.max_new_tokens,
                 importance_weights=weights,
             )
@@ -506,13 +733,15 @@ class GRPOTrainer:
                 sums["entropy"] += float(_entropy(sampled_logits).sum())
                 diff = (logprobs.detach() - micro.sampler_logprobs)[active].abs()
                 sums["logp_diff"] += float(diff.sum())
-                max_diff = max(max_diff, float(diff.max()) if diff.numel() else 0.0)
+                sums["logp_diff_max"] = max(sums["logp_diff_max"], float(diff.max()) if diff.numel() else 0.0)
             sums["loss"] += loss.item()
             for key in ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "kl"):
                 if key in loss_metrics:
                     sums[key] += loss_metrics[key] * n
             del logits, logprobs, loss
 
+        self.ranks.sum_gradients(self.trainable)
+        sums = defaultdict(float, self.ranks.sum(dict(sums), maxima=[k for k in sums if k.endswith("max_abs") or k == "logp_diff_max"]))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.trainable, config.max_grad_norm if config.max_grad_norm > 0 else math.inf)
         self.optimizer.step()
         self.scheduler.step()
@@ -522,7 +751,7 @@ class GRPOTrainer:
         metrics["grad_norm"] = float(grad_norm)
         metrics["entropy"] = sums.pop("entropy") / num_tokens
         metrics["sampling/sampling_logp_difference/mean"] = sums.pop("logp_diff") / num_tokens
-        metrics["sampling/sampling_logp_difference/max"] = max_diff
+        metrics["sampling/sampling_logp_difference/max"] = sums.pop("logp_diff_max")
         for key, value in sums.items():
             metrics[key] = value if key.endswith("max_abs") else value / num_tokens
         return metrics
@@ -589,7 +818,22 @@ class GRPOTrainer:
         return SummaryWriter(log_dir=str(self.output_dir / "tensorboard"), purge_step=self.state.step + 1)
 
     def _prepare_output(self) -> None:
-        """Resume from a checkpoint, or check that the output folder holds no other run."""
+        """Resume from a checkpoint, or check that the output folder holds no other run. Under
+        torchrun rank 0 does the checks and picks the checkpoint; every rank loads it."""
+        if not self.ranks.is_main:
+            checkpoint = self.ranks.broadcast(None)
+            if checkpoint is not None:
+                self.state, _ = load_checkpoint(checkpoint, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler)
+                self.resumed_from = Path(checkpoint)
+            return
+        try:
+            self._prepare_main_output()
+        except BaseException:
+            self.ranks.broadcast(None)  # the others must not wait for a checkpoint that will not come
+            raise
+        self.ranks.broadcast(str(self.resumed_from) if self.resumed_from is not None else None)
+
+    def _prepare_main_output(self) -> None:
         config = self.config
         self.output_dir.mkdir(parents=True, exist_ok=True)
         remove_temp_dirs(self.output_dir)
@@ -624,6 +868,19 @@ class GRPOTrainer:
         config = self.config
         if config.backend == "transformers":
             return TransformersBackend(self.model, self.tokenizer, self.device)
+        if config.backend == "server":
+            # Adapter names carry a run nonce shared by every rank (rank 0's), fresh on every start.
+            run_name = self.ranks.broadcast(f"judgegym-{uuid.uuid4().hex[:8]}")
+            return ServerBackend(
+                config.server_url_list(),
+                model=config.server_model or config.model,
+                adapter_dir=config.server_adapter_dir or self.output_dir / "adapters",
+                max_concurrent_requests=config.server_max_concurrent_requests,
+                timeout_s=config.server_timeout_s,
+                keep_adapters=config.max_off_policy_steps + 1,
+                publisher=self.ranks.is_main,
+                run_name=run_name,
+            )
         backend = VLLMBackend(
             config.model,
             work_dir=self.output_dir / "vllm",
@@ -633,7 +890,7 @@ class GRPOTrainer:
             dtype=str(self.dtype).removeprefix("torch."),
             seed=config.seed,
         )
-        if config.importance_sampling is None:
+        if config.importance_sampling_mode is None:
             warnings.warn(
                 "backend='vllm' with importance_sampling=None: vLLM's kernels compute slightly different log-probabilities "
                 "than the trainer's forward pass, so the rollouts are a little off-policy; set importance_sampling='truncate'",
@@ -666,6 +923,14 @@ class GRPOTrainer:
             if config.use_lora:
                 model.enable_input_require_grads()  # frozen embeddings: give checkpointed blocks an input with grad
         return model.to(self.device), tokenizer
+
+    def _sync_backend(self) -> None:
+        """Give the backend the current weights (on every rank: a backend whose servers rank 0
+        feeds adopts rank 0's adapter) and note which policy version it now serves."""
+        self.backend.sync_weights(self.model)
+        if self.ranks.active and isinstance(self.backend, ServerBackend):
+            self.backend.adopt(self.ranks.broadcast(self.backend.adapter_state()))
+        self._served_step = self.state.step
 
     def _sampling_seed(self, step: int) -> int:
         """The sampling seed of a step: fixed by (seed, step), so a resumed run samples alike."""
@@ -764,34 +1029,47 @@ def _entropy(logits: torch.Tensor) -> torch.Tensor:
     return -(logp.exp() * logp).sum(dim=-1)
 
 
-def _reward_components(unjudged: Sequence[Group], judged: Sequence[Group]) -> dict[str, float]:
-    """``rewards/<component>/mean`` over kept groups: the metrics the judge added to the
-    trajectories (not the env's counters, nor a judge's token accounting ``judge_*``)."""
+def _component_values(unjudged: Sequence[Group], judged: Sequence[Group]) -> list[tuple[str, float]]:
+    """(component, value) of every trajectory in the kept groups: the metrics the judge added
+    (not the env's counters, nor a judge's token accounting ``judge_*``)."""
     env_keys = {key for group in unjudged for trajectory in group.trajectories for key in trajectory.metrics}
-    values: dict[str, list[float]] = defaultdict(list)
-    for group in judged:
-        if group.failed:
-            continue
-        for trajectory in group.trajectories:
-            for key, value in trajectory.metrics.items():
-                if key not in env_keys and not key.startswith("judge_") and key != "independent_reward":
-                    values[key].append(value)
-    return {f"rewards/{key}/mean": float(np.mean(v)) for key, v in sorted(values.items())}
+    return [
+        (key, value)
+        for group in judged
+        if not group.failed
+        for trajectory in group.trajectories
+        for key, value in trajectory.metrics.items()
+        if key not in env_keys and not key.startswith("judge_") and key != "independent_reward"
+    ]
 
 
-def _episode_metrics(episodes: Sequence[RolloutEpisode]) -> dict[str, float]:
-    lengths = [e.tokens.num_sampled for e in episodes]
-    turns = sum(e.turns for e in episodes)
-    calls = sum(e.trajectory.metrics.get("tool_calls", 0.0) for e in episodes)
-    failures = sum(e.trajectory.metrics.get("tool_errors", 0.0) for e in episodes)
+def _reward_components(values: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """``rewards/<component>/mean`` of `_component_values` (of every rank)."""
+    by_key: dict[str, list[float]] = defaultdict(list)
+    for key, value in values:
+        by_key[key].append(value)
+    return {f"rewards/{key}/mean": float(np.mean(v)) for key, v in sorted(by_key.items())}
+
+
+def _episode_counts(episode: RolloutEpisode) -> tuple[int, int, int, float, float]:
+    """(sampled tokens, turns, clipped turns, tool calls, tool errors) of an episode."""
+    metrics = episode.trajectory.metrics
+    return episode.tokens.num_sampled, episode.turns, episode.clipped_turns, metrics.get("tool_calls", 0.0), metrics.get("tool_errors", 0.0)
+
+
+def _episode_metrics(counts: Sequence[tuple[int, int, int, float, float]]) -> dict[str, float]:
+    """Length, turn and tool metrics of a step's episodes (`_episode_counts` of every rank)."""
+    lengths = [c[0] for c in counts]
+    turns = sum(c[1] for c in counts)
+    calls = sum(c[3] for c in counts)
     return {
         "completions/mean_length": float(np.mean(lengths)),
         "completions/min_length": float(min(lengths)),
         "completions/max_length": float(max(lengths)),
-        "completions/clipped_ratio": sum(e.clipped_turns for e in episodes) / max(turns, 1),
-        "completions/mean_turns": turns / len(episodes),
-        "tools/call_frequency": calls / len(episodes),
-        "tools/failure_frequency": failures / calls if calls else 0.0,
+        "completions/clipped_ratio": sum(c[2] for c in counts) / max(turns, 1),
+        "completions/mean_turns": turns / len(counts),
+        "tools/call_frequency": calls / len(counts),
+        "tools/failure_frequency": sum(c[4] for c in counts) / calls if calls else 0.0,
     }
 
 

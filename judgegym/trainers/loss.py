@@ -17,6 +17,9 @@ import torch
 LossType = Literal["dapo", "grpo", "dr_grpo"]
 ImportanceSamplingMode = Literal["truncate", "mask"]
 
+IMPORTANCE_SAMPLING_METRICS = ("is/logprob_diff_mean_abs", "is/logprob_diff_max_abs", "is/frac_capped", "is/weight_mean")
+"""The metrics `importance_sampling_weights` returns (``*_max_abs`` is a maximum, the rest means)."""
+
 
 def policy_loss(
     logprobs: torch.Tensor,
@@ -234,4 +237,11 @@ def _check_shapes(reference: torch.Tensor, mask: torch.Tensor, **others: torch.T
             raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(reference.shape)} like the log-probabilities")
 
 
-__all__ = ["ImportanceSamplingMode", "LossType", "importance_sampling_weights", "policy_loss", "selective_log_softmax"]
+__all__ = [
+    "IMPORTANCE_SAMPLING_METRICS",
+    "ImportanceSamplingMode",
+    "LossType",
+    "importance_sampling_weights",
+    "policy_loss",
+    "selective_log_softmax",
+]
