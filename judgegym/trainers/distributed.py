@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -45,6 +46,8 @@ class Ranks:
     local_rank: int = 0
     started_group: bool = False
     """Whether this object initialised the process group (and so destroys it in `close`)."""
+    collective_s: float = 0.0
+    """Seconds spent in collectives so far (waiting for the other ranks included)."""
 
     @classmethod
     def from_environment(cls, *, device: str, timeout_s: float) -> Ranks:
@@ -152,6 +155,7 @@ class Ranks:
             self.started_group = False
 
     def _guard(self, collective: Any, what: str) -> None:
+        started = time.perf_counter()
         try:
             collective()
         except DistributedError:
@@ -161,6 +165,8 @@ class Ranks:
                 f"rank {self.rank} of {self.world_size}: {what} failed ({type(error).__name__}: {error}). Another rank probably died "
                 "or hung past dist_timeout_s; the last checkpoint is intact, resume with the same number of ranks"
             ) from error
+        finally:
+            self.collective_s += time.perf_counter() - started
 
 
 __all__ = ["DistributedError", "Ranks"]

@@ -547,7 +547,7 @@ class GRPOTrainer:
         """One GRPO step: play, judge (or take the `rollout` a pipeline made ahead), compute
         advantages across every rank's groups, update. Returns its metrics."""
         config, started = self.config, time.perf_counter()
-        step = self.state.step + 1
+        step, collective_before = self.state.step + 1, self.ranks.collective_s
         if rollout is None:
             self.model.eval()
             rollout = self.rollout(step, self.state.cursor)
@@ -598,6 +598,8 @@ class GRPOTrainer:
             record["step_time_s"] = finished - started
         record.update(timing)
         record["timing/train_s"] = finished - judged_at
+        if self.ranks.active:
+            record["timing/collectives_s"] = self.ranks.collective_s - collective_before
         record.update(getattr(self.backend, "metrics", dict)())
         return record
 

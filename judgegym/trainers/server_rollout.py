@@ -61,7 +61,6 @@ class _Server:
     """One inference server, as the client sees it."""
 
     url: str
-    slots: asyncio.Semaphore
     outstanding: int = 0
     """Requests sent and not answered yet (routing picks the server with fewest)."""
     version: int = 0
@@ -277,7 +276,9 @@ class ServerBackend:
         limits = httpx.Limits(max_connections=slots * len(urls), max_keepalive_connections=slots * len(urls))
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)), limits=limits,
                                          headers=self._headers)  # fmt: skip
-        return [_Server(url, asyncio.Semaphore(slots)) for url in urls]
+        self._slots = slots
+        self._freed = asyncio.Condition()
+        return [_Server(url) for url in urls]
 
     async def _check(self) -> None:
         async def served(server: _Server) -> str | None:
@@ -292,6 +293,22 @@ class ServerBackend:
                     f"{server.url} serves {names}, not {self.model!r}: start it with the trainer's model (vllm serve {self.model}) "
                     "or set server_model to the name it serves (--served-model-name)"
                 )
+            return await probe(server)
+
+        async def probe(server: _Server) -> str | None:
+            """One token from a token-id prompt, returned as an id: the contract rollouts need."""
+            body = {"model": self.model, "prompt": [0], "max_tokens": 1, "temperature": 1.0, "logprobs": 0}
+            body["return_tokens_as_token_ids"] = True
+            try:
+                response = await self._client.post(f"{server.url}/v1/completions", json=body, timeout=min(60.0, self.timeout_s))
+                if response.status_code != 200:
+                    raise ValueError(f"HTTP {response.status_code}: {_error_message(response)}")
+                _samples(response.json(), 1)
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+                return (
+                    f"{server.url} does not answer vLLM's token-level completions (a prompt of token ids, samples returned as ids "
+                    f"with return_tokens_as_token_ids and logprobs): {error}"
+                )
             return None
 
         problems = [p for p in await asyncio.gather(*(served(s) for s in self._servers)) if p]
@@ -303,6 +320,21 @@ class ServerBackend:
         untried = [s for s in current if s.url not in tried] or current
         now = time.monotonic()
         return [s for s in untried if s.down_until <= now] or untried
+
+    async def _acquire(self, tried: set[str]) -> _Server:
+        """A slot on the eligible server with the fewest outstanding requests, waiting until
+        one has a free slot (so a slow server ends up with fewer requests)."""
+        async with self._freed:
+            while True:
+                candidates = self._eligible(tried)
+                if not candidates:
+                    raise ServerError(f"no inference server serves the current adapter (version {self.version}); see the warnings above")
+                free = [s for s in candidates if s.outstanding < self._slots]
+                if free:
+                    server = min(free, key=lambda s: s.outstanding)
+                    server.outstanding += 1
+                    return server
+                await self._freed.wait()
 
     async def _complete(self, prompt: Sequence[int], n: int, sampling: Sampling) -> list[tuple[list[int], list[float]]]:
         """`n` samples of `prompt`, retried across servers."""
@@ -323,16 +355,13 @@ class ServerBackend:
         tried: set[str] = set()
         errors: list[str] = []
         for _attempt in range(self.max_attempts):
-            candidates = self._eligible(tried)
-            if not candidates:
-                raise ServerError(f"no inference server serves the current adapter (version {self.version}); see the warnings above")
-            server = min(candidates, key=lambda s: s.outstanding)
-            server.outstanding += 1
+            server = await self._acquire(tried)
             try:
-                async with server.slots:
-                    outcome = await self._post_completion(server, {**body, "model": self.adapter or self.model}, n)
+                outcome = await self._post_completion(server, {**body, "model": self.adapter or self.model}, n)
             finally:
-                server.outstanding -= 1
+                async with self._freed:
+                    server.outstanding -= 1
+                    self._freed.notify_all()
             if isinstance(outcome, list):
                 server.requests += 1
                 self.counts["requests"] += 1
