@@ -1,7 +1,7 @@
 """A short GRPO run of the tiny model, run by tests/test_trainer_distributed.py alone or as
-one rank under torchrun. Samples depend on the prompt and the step's seed only (one prompt at
-a time, seeded by `prompt_seed`), so one process with B groups and N ranks with B/N groups
-each play identical episodes and their updates can be compared."""
+one rank under torchrun. Samples depend on the prompt and the step's seed only
+(`PromptSeededBackend`), so one process with B groups and N ranks with B/N groups each play
+identical episodes and their updates can be compared."""
 
 from __future__ import annotations
 
@@ -10,31 +10,15 @@ import json
 import os
 import random
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from judgegym.benchmarks.data_parallel import PromptSeededBackend  # noqa: E402
 from judgegym.judges.base import JudgeScore, Verifier  # noqa: E402
-from judgegym.trainers import GRPOConfig, GRPOTrainer, TransformersBackend  # noqa: E402
-from judgegym.trainers.server_rollout import prompt_seed  # noqa: E402
-
-
-class PromptSeededBackend(TransformersBackend):
-    """The transformers backend, one prompt at a time, each seeded by its own content (the
-    j-th copy of a prompt with seed + j, as a server seeds the n samples of one request)."""
-
-    def generate(self, prompts, sampling):
-        ids, logprobs, seen = [], [], {}
-        for prompt in prompts:
-            copy = seen[tuple(prompt)] = seen.get(tuple(prompt), -1) + 1
-            seed = prompt_seed(sampling.seed, prompt) + copy
-            row_ids, row_logprobs = super().generate([prompt], replace(sampling, seed=seed))
-            ids += row_ids
-            logprobs += row_logprobs
-        return ids, logprobs
+from judgegym.trainers import GRPOConfig, GRPOTrainer  # noqa: E402
 
 
 class HashJudge(Verifier):

@@ -109,3 +109,27 @@ def test_a_rank_that_dies_ends_the_run_with_a_clear_error(tmp_path, tiny_model):
     assert time.monotonic() - started < 300
     # the checkpoint of step 1 is intact: a run resumes from it
     assert (tmp_path / "run" / "checkpoints" / "step-1").is_dir()
+
+
+def test_the_train_command_runs_under_torchrun(tmp_path, tiny_model):
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "judgegym", "train",
+               "--model", tiny_model, "--steps", "1", "--output-dir", str(tmp_path / "run"), "--env-arg", "n_products=20",
+               "--env-arg", "n_worlds=1", "--set", "scenarios_per_step=2", "--set", "group_size=2", "--set", "max_new_tokens=4",
+               "--set", "max_turns=1", "--set", "eval_steps=0", "--set", "save_steps=1"]  # fmt: skip
+    done = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r["step"] for r in metrics(tmp_path / "run")] == [1]
+    assert (tmp_path / "run" / "checkpoints" / "step-1").is_dir() and (tmp_path / "run" / "last").is_dir()
+    assert done.stdout.count("metrics, checkpoints and adapters in") == 1  # rank 0 reports
+
+
+def test_the_throughput_script_reports_per_rank_under_torchrun(tmp_path):
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+               "judgegym.benchmarks.train_throughput", "--tiny", "--scenarios", "2", "--group-size", "2", "--max-new-tokens", "4",
+               "--steps", "2", "--json", str(tmp_path / "t.json")]  # fmt: skip
+    done = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in (0, 1):
+        report = json.loads((tmp_path / f"t.rank{rank}.json").read_text())
+        assert report["rank"] == rank and report["world_size"] == 2 and report["steps_per_minute"] > 0 and report["peak_rss_mb"] > 0
+    assert done.stdout.count("steps/min") == 2 and "rank 1 of 2" in done.stdout

@@ -360,3 +360,33 @@ def test_a_real_openai_compatible_server_is_checked_at_start():
     ids, logprobs = backend.generate([A, A, B], Sampling(temperature=1.0, max_tokens=4, seed=0))
     assert [len(row) for row in ids] == [len(row) for row in logprobs] and all(ids)
     backend.close()
+
+
+def test_a_resumed_asynchronous_run_is_consistent(servers, tiny_model, tmp_path):
+    """k = 1: a run stopped after step 2 and resumed trains steps 3 and 4 on the scenarios a
+    straight run would (the rollouts made ahead are re-played), each exactly once."""
+    urls = [s.url for s in servers]
+    first = GRPOTrainer(server_config(tmp_path, tiny_model, urls, max_steps=2, save_steps=1, max_off_policy_steps=1), judge=HashJudge())
+    first.train()
+    first.close()
+    resumed = GRPOTrainer(
+        server_config(tmp_path, tiny_model, urls, max_steps=4, save_steps=1, max_off_policy_steps=1, resume=True), judge=HashJudge()
+    )
+    assert resumed.state.step == 2
+    played: list[list[int]] = []
+    original = resumed.rollout
+
+    def recording(step, cursor):
+        rollout = original(step, cursor)
+        played.append(sorted({e.seed for e in rollout.episodes}))
+        return rollout
+
+    resumed.rollout = recording
+    records = resumed.train()
+    resumed.close()
+    assert [r["step"] for r in records] == [3, 4]
+    assert records[0]["async/staleness"] == 0  # the first step after a resume is sampled by the checkpoint's weights
+    assert played == [sorted(resumed.scenario_seeds(4, 2)), sorted(resumed.scenario_seeds(6, 2))]
+    assert resumed.state.cursor == 8
+    logged = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert logged == [1, 2, 3, 4]

@@ -3,7 +3,8 @@
 one trains), in one run, on the same scenarios, seeds and server.
 
 The server is the stand-in (`judgegym.benchmarks.standin_server`) in a child process on its
-own thread(s); the trainer runs here on its own. Both pieces are real: the server samples the
+own thread(s); each setting's trainer runs in a fresh child process of its own (so neither
+inherits the other's warm caches) on its own thread(s). Both pieces are real: the server samples the
 policy model and serves each step's LoRA adapter over HTTP as vLLM would, and the trainer is
 `GRPOTrainer` with ``backend="server"``. The task is the CPU demo's (RagSupport-v0, one
 prefetched article, one-sentence answers) with its training reward. On two cores:
@@ -23,8 +24,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from .standin_server import spawn
+
+MODULE = "judgegym.benchmarks.async_pipeline"
 
 
 def run(model: str, *, lag: int, steps: int, url: str, judge: str, output_dir: Path, max_new_tokens: int, seed: int) -> dict[str, Any]:
@@ -73,10 +78,12 @@ def run(model: str, *, lag: int, steps: int, url: str, judge: str, output_dir: P
         "median_generate_s": median("timing/generate_s"),
         "median_judge_s": median("timing/judge_s"),
         "median_train_s": median("timing/train_s"),
+        "median_sync_weights_s": median("timing/sync_weights_s"),
         "median_trainer_idle_s": median("timing/trainer_idle_s"),
         "median_sampler_idle_s": median("timing/sampler_idle_s"),
         "staleness": [r.get("async/staleness", 0) for r in records],
         "reward": [r["reward"] for r in records],
+        "records": records,
         "mean_reward": statistics.fmean(r["reward"] for r in records),
         "sampler_logp_difference_mean": median("sampling/sampling_logp_difference/mean"),
     }
@@ -93,11 +100,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trainer-threads", type=int, default=1, help="torch threads of the trainer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # URL,LAG,OUT: one setting, in a child process
     args = parser.parse_args(argv)
 
-    import torch
+    if args.worker:
+        import torch
 
-    torch.set_num_threads(args.trainer_threads)
+        torch.set_num_threads(args.trainer_threads)
+        url, lag, out = args.worker.split(",", 2)
+        result = run(args.model, lag=int(lag), steps=args.steps, url=url, judge=args.judge, output_dir=Path(out) / "run",
+                     max_new_tokens=args.max_new_tokens, seed=args.seed)  # fmt: skip
+        (Path(out) / "result.json").write_text(json.dumps(result), encoding="utf-8")
+        return
     lags = [int(x) for x in args.lags.split(",")]
     process, url = spawn(args.model, threads=args.server_threads, extra_args=["--logprobs-mode", "processed_logprobs"])
     results = []
@@ -105,16 +119,14 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as folder:
             for lag in lags:
                 print(f"max_off_policy_steps={lag}: {args.steps} steps against {url} ...", flush=True)
-                result = run(
-                    args.model,
-                    lag=lag,
-                    steps=args.steps,
-                    url=url,
-                    judge=args.judge,
-                    output_dir=Path(folder) / f"k{lag}",
-                    max_new_tokens=args.max_new_tokens,
-                    seed=args.seed,
-                )
+                out = Path(folder) / f"k{lag}"
+                out.mkdir()
+                command = [sys.executable, "-m", MODULE, "--worker", f"{url},{lag},{out}", "--model", args.model, "--steps",
+                           str(args.steps), "--judge", args.judge, "--max-new-tokens", str(args.max_new_tokens), "--trainer-threads",
+                           str(args.trainer_threads), "--seed", str(args.seed)]  # fmt: skip
+                env = {**os.environ, "OMP_NUM_THREADS": str(args.trainer_threads)}
+                subprocess.run(command, env=env, check=True)
+                result = json.loads((out / "result.json").read_text(encoding="utf-8"))
                 results.append(result)
                 print(
                     f"  {result['steps_per_min']:.2f} steps/min, median step {result['median_step_s']:.1f} s (generate "

@@ -16,6 +16,8 @@ measure speed only.
     python -m judgegym.benchmarks.train_throughput --save-assets assets/smollm2-135m
     # with an NVIDIA GPU (bf16):
     python -m judgegym.benchmarks.train_throughput --assets assets/smollm2-135m --json train-gpu.json
+    # data-parallel on N GPUs (one line and one JSON per rank: steps/min, tokens/s, memory):
+    torchrun --nproc-per-node N -m judgegym.benchmarks.train_throughput --assets assets/smollm2-135m --json train-gpu.json
     # a toy run on a CPU:
     python -m judgegym.benchmarks.train_throughput --tiny --scenarios 2 --group-size 2 --max-new-tokens 8 --steps 1
 """
@@ -121,9 +123,11 @@ def train_steps(config: GRPOConfig, judge: Judge | None = None) -> dict[str, Any
         )
     result["steps"] = steps
     result["peak_rss_mb"] = peak_rss_mb()
+    result["rank"], result["world_size"] = trainer.ranks.rank, trainer.ranks.world_size
     if cuda:
         result["peak_gpu_allocated_gib"] = torch.cuda.max_memory_allocated(trainer.device) / 2**30
         result["peak_gpu_reserved_gib"] = torch.cuda.max_memory_reserved(trainer.device) / 2**30
+    trainer.close()
     return result
 
 
@@ -231,8 +235,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         if cuda
         else f"peak RSS {result['peak_rss_mb']:.0f} MiB"
     )
+    ranks = f"rank {result['rank']} of {result['world_size']} (its B/{result['world_size']} groups), " if result["world_size"] > 1 else ""
     print(
-        f"{hardware}, {dtype}, {mode}: B={args.scenarios} G={args.group_size} micro={args.micro_batch_size} "
+        f"{ranks}{hardware}, {dtype}, {mode}: B={args.scenarios} G={args.group_size} micro={args.micro_batch_size} "
         f"max_new_tokens={args.max_new_tokens}, prompts {result['prompt_tokens_mean']:.0f} tokens\n"
         f"  {result['steps_per_minute']:.2f} steps/min ({result['median_step_s']:.2f} s/step median of {args.steps}; "
         f"generate {result['median_generate_s']:.2f} s, update {result['median_train_s']:.2f} s)\n"
@@ -243,7 +248,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         flush=True,
     )
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        out = args.json if result["world_size"] == 1 else args.json.with_suffix(f".rank{result['rank']}{args.json.suffix}")
+        out.write_text(json.dumps(result, indent=2))
     return result
 
 

@@ -576,6 +576,7 @@ class GRPOTrainer:
         train_metrics = self._update(batch)
         self.model.eval()
         self.state.step, self.state.cursor = step, self.state.cursor + config.scenarios_per_step
+        updated = time.perf_counter()
         self._sync_backend()
         finished = time.perf_counter()
 
@@ -598,6 +599,7 @@ class GRPOTrainer:
             record["step_time_s"] = finished - started
         record.update(timing)
         record["timing/train_s"] = finished - judged_at
+        record["timing/sync_weights_s"] = finished - updated
         if self.ranks.active:
             record["timing/collectives_s"] = self.ranks.collective_s - collective_before
         record.update(getattr(self.backend, "metrics", dict)())
