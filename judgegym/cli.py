@@ -365,9 +365,12 @@ def train_command(
     except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
     _check_env(train_config.env_id, dict(train_config.env_kwargs))
+    from .trainers.distributed import DistributedError
+    from .trainers.server_rollout import ServerError
+
     try:
         trainer = _load_trainer(train_config)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ServerError, DistributedError) as exc:
         raise _fail(str(exc)) from None
     try:
         records = trainer.train()

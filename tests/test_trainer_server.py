@@ -390,3 +390,16 @@ def test_a_resumed_asynchronous_run_is_consistent(servers, tiny_model, tmp_path)
     assert resumed.state.cursor == 8
     logged = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert logged == [1, 2, 3, 4]
+
+
+def test_the_train_command_reports_an_unreachable_server_in_one_line(tiny_model, tmp_path):
+    from typer.testing import CliRunner
+
+    from judgegym.cli import app
+
+    url = dead_url()
+    result = CliRunner().invoke(app, ["train", "--model", tiny_model, "--env-arg", "n_products=20", "--output-dir", str(tmp_path / "run"),
+                                      "--set", "backend=server", "--set", f'server_urls=["{url}"]'])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert f"error: inference server check failed: {url}: cannot list its models" in result.output
+    assert "Traceback" not in result.output
