@@ -328,42 +328,31 @@ def train_command(
         list[str] | None,
         typer.Option("--set", metavar="KEY=VALUE", help="Any GRPOConfig field as KEY=VALUE (JSON values), e.g. --set group_size=4."),
     ] = None,
+    init_adapter: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Start from this LoRA adapter (an SFT run's last/ or best/); also --model MODEL+DIR."),
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in OUTPUT_DIR.")] = False,
     show_config: Annotated[bool, typer.Option("--show-config", help="Print every GRPOConfig field with its help and exit.")] = False,
 ) -> None:
     """Train a policy with GRPO on an env, rewarded by a judge (docs/trainer.md)."""
-    from dataclasses import fields
-
     from .trainers import GRPOConfig
 
     if show_config:
-        defaults = GRPOConfig()
-        for name, text in GRPOConfig.help().items():
-            console.print(f"[bold]{name}[/] = {getattr(defaults, name)!r}\n    {text}")
+        _show_config(GRPOConfig)
         return
-    values: dict[str, Any] = {}
-    if config is not None:
-        if not config.is_file():
-            raise _fail(f"config file {config} does not exist")
-        try:
-            values.update(json.loads(config.read_text()))
-        except json.JSONDecodeError as exc:
-            raise _fail(f"{config} is not valid JSON: {exc}") from None
-    given = {"env_id": env, "model": model, "judge": judge, "max_steps": steps, "output_dir": output_dir and str(output_dir)}
-    values.update({key: value for key, value in given.items() if value is not None})
-    if resume:
-        values["resume"] = True
-    if env_arg:
-        values["env_kwargs"] = {**values.get("env_kwargs", {}), **_parse_env_args(env_arg)}
-    values.update(_parse_env_args(set_ or []))
-    known = {f.name for f in fields(GRPOConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise _fail(f"unknown GRPOConfig field(s) {', '.join(unknown)}; see judgegym train --show-config")
-    try:
-        train_config = GRPOConfig(**values)
-    except (ValueError, TypeError) as exc:
-        raise _fail(str(exc)) from None
+    if model is not None and "+" in model:  # MODEL+ADAPTER, as in agent specs: start from that adapter
+        model, adapter = model.split("+", 1)
+        init_adapter = init_adapter or Path(adapter)
+    given = {
+        "env_id": env,
+        "model": model,
+        "judge": judge,
+        "max_steps": steps,
+        "output_dir": output_dir and str(output_dir),
+        "init_adapter": init_adapter and str(init_adapter),
+    }
+    train_config = _make_config(GRPOConfig, "train", config, given, resume, env_arg, set_)
     _check_env(train_config.env_id, dict(train_config.env_kwargs))
     from .trainers.distributed import DistributedError
     from .trainers.server_rollout import ServerError
@@ -387,20 +376,140 @@ def train_command(
     console.print(f"metrics, checkpoints and adapters in {train_config.output_dir}")
 
 
+@app.command("sft", short_help="Supervised fine-tuning on judged trajectories (the warm start before GRPO).")
+def sft_command(
+    data: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="DATA...", help="JSONL files: judgegym trajectories or groups (eval --out), or OpenAI chat lines."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(metavar="MODEL", help="Policy: smollm2-135m (embedded), a transformers folder, or a hub id [default: smollm2-135m]."),
+    ] = None,
+    env: Annotated[
+        str | None, typer.Option("--env", metavar="ID", help="Env of the held-out eval [default: the one the data names].")
+    ] = None,
+    min_reward: Annotated[float | None, typer.Option(metavar="X", help="Keep trajectories whose reward is at least X.")] = None,
+    best_of_group: Annotated[bool, typer.Option("--best-of-group", help="Keep only the best trajectory of each scenario.")] = False,
+    min_component: Annotated[
+        list[str] | None,
+        typer.Option("--min-component", metavar="NAME=X", help="Keep trajectories whose judge component NAME is at least X, repeatable."),
+    ] = None,
+    epochs: Annotated[int | None, typer.Option(metavar="N", min=1, help="Passes over the selected data [default: 1].")] = None,
+    output_dir: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Metrics, checkpoints, best/ and last/ weights, loss.png [default: runs/sft].")
+    ] = None,
+    env_arg: Annotated[
+        list[str] | None, typer.Option("--env-arg", metavar="KEY=VALUE", help="Eval env keyword KEY=VALUE (JSON values), repeatable.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="JSON file of SFTConfig fields (options given here override it).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Any SFTConfig field as KEY=VALUE (JSON values), e.g. --set learning_rate=5e-4."),
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in OUTPUT_DIR.")] = False,
+    show_config: Annotated[bool, typer.Option("--show-config", help="Print every SFTConfig field with its help and exit.")] = False,
+) -> None:
+    """Fine-tune a policy on the assistant turns of selected trajectories (rejection sampling:
+    --min-reward, --best-of-group, --min-component), then continue it with GRPO:
+    judgegym train --init-adapter OUTPUT_DIR/last (docs/trainer.md#sft-then-grpo)."""
+    from .trainers import SFTConfig, SFTTrainer
+
+    if show_config:
+        _show_config(SFTConfig)
+        return
+    minima: dict[str, float] = {}
+    for pair in min_component or []:
+        name, _, value = pair.partition("=")
+        try:
+            minima[name.strip()] = float(value)
+        except ValueError:
+            raise _fail(f"--min-component expects NAME=NUMBER, e.g. recall=1, got {pair!r}") from None
+    given = {
+        "data": [str(path) for path in data] if data else None,
+        "model": model,
+        "env_id": env,
+        "min_reward": min_reward,
+        "best_of_group": best_of_group or None,
+        "min_components": minima or None,
+        "epochs": epochs,
+        "output_dir": output_dir and str(output_dir),
+    }
+    sft_config = _make_config(SFTConfig, "sft", config, given, resume, env_arg, set_)
+    if not sft_config.data:
+        raise _fail("no data: give JSONL files of trajectories (judgegym eval --out FILE writes them), or set data in --config")
+    if sft_config.env_id is not None:
+        _check_env(sft_config.env_id, dict(sft_config.env_kwargs))
+    what = f"loading {sft_config.model} and {len(sft_config.data)} data file(s)"
+    console.print(f"{what} ...", markup=False, highlight=False)
+    try:
+        trainer = SFTTrainer(sft_config)
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    report = trainer.data_report
+    console.print(
+        f"{report['read']} trajectories read, {report['selected']} selected, {report['trained']} trained on "
+        f"({report['too_long']} too long, {report['untrainable']} untrainable): {report['target_tokens']} assistant tokens of "
+        f"{report['input_tokens']}; {trainer.total_steps} steps" + (f"; held-out eval on {trainer.env_id}" if trainer.env_id else ""),
+        markup=False,
+        highlight=False,
+    )
+    records = trainer.train()
+    last = records[-1] if records else None
+    if last is not None:
+        console.print(f"step {last['step']}: loss {last['loss']:.3f}, token accuracy {last['token_accuracy']:.3f}")
+        if last.get("eval/reward") is not None:
+            console.print(f"held-out reward {last['eval/reward']:.3f} ({sft_config.eval_judge})")
+    out = sft_config.output_dir
+    console.print(
+        f"weights in {out}/last (and {out}/best); continue with GRPO: judgegym train --init-adapter {out}/last",
+        markup=False,
+        highlight=False,
+    )
+
+
 @app.command("demo", short_help="GRPO on the embedded model on CPU: held-out reward before and after.")
 def demo_command(
-    steps: Annotated[int, typer.Option(metavar="N", min=2, help="GRPO steps (B=4 scenarios x G=4 answers each).")] = 10,
-    eval_episodes: Annotated[int, typer.Option(metavar="N", min=2, help="Held-out test scenarios evaluated before and after.")] = 32,
-    output_dir: Annotated[Path, typer.Option(metavar="DIR", help="Metrics, held-out episodes, adapters, reward.png.")] = Path("runs/demo"),
+    task: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME",
+            help="answer: GRPO on the shaped answer-only task; tools: SFT then GRPO on the full RagSupport-v0 with its tools.",
+        ),
+    ] = "answer",
+    steps: Annotated[
+        int | None, typer.Option(metavar="N", min=1, help="GRPO steps [default: 10 for answer (B=4 x G=4), 4 for tools (B=2 x G=4)].")
+    ] = None,
+    eval_episodes: Annotated[
+        int | None, typer.Option(metavar="N", min=2, help="Held-out test scenarios of every eval [default: 32 for answer, 24 for tools].")
+    ] = None,
+    sft_episodes: Annotated[int, typer.Option(metavar="N", min=1, help="tools: oracle episodes played for the SFT data.")] = 32,
+    output_dir: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Metrics, held-out episodes, adapters, plots [default: runs/demo, runs/demo-tools].")
+    ] = None,
     seed: Annotated[int, typer.Option(metavar="INT", help="LoRA init, scenario order and sampling.")] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted demo from its newest checkpoint.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="answer: continue an interrupted demo from its newest checkpoint.")] = False,
 ) -> None:
-    """Train the embedded SmolLM2-135M on RagSupport-v0 with GRPO + LoRA on CPU and show the
-    held-out reward before and after (docs/trainer.md#the-cpu-demo)."""
+    """Train the embedded SmolLM2-135M on RagSupport-v0 on CPU and show the held-out reward
+    before and after: --task answer (GRPO + LoRA on a shaped answer-only task,
+    docs/trainer.md#the-cpu-demo) or --task tools (SFT on oracle episodes, then GRPO, on the
+    real task with search and read; docs/trainer.md#the-tools-demo)."""
     from dataclasses import replace
 
     from .trainers.demo import DEMO_COMPONENTS, demo_config, run_demo
 
+    if task not in ("answer", "tools"):
+        raise _fail(f"--task must be 'answer' or 'tools', got {task!r}")
+    if task == "tools":
+        if resume:
+            raise _fail("--resume is for --task answer; the tools demo's stages are short, rerun it into a new --output-dir")
+        _tools_demo(steps or 4, eval_episodes or 24, sft_episodes, output_dir or Path("runs/demo-tools"), seed)
+        return
+    steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
+    if steps < 2:
+        raise _fail("--steps must be at least 2 for --task answer (it evaluates halfway)")
     config = replace(demo_config(output_dir, steps=steps, eval_episodes=eval_episodes, seed=seed), resume=resume)
     console.print(
         f"GRPO on RagSupport-v0 (answer from the prefetched article, single-fact questions): SmolLM2-135M-Instruct + LoRA, "
@@ -439,6 +548,93 @@ def demo_command(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int) -> None:
+    from .trainers.tools_demo import STAGE_METRICS, ToolsDemoConfig, describe_episode, run_tools_demo
+
+    if output_dir.exists() and any(output_dir.iterdir()):
+        raise _fail(f"{output_dir} is not empty; the tools demo writes a new run there (choose another --output-dir)")
+    config = ToolsDemoConfig(
+        output_dir=str(output_dir), sft_episodes=sft_episodes, grpo_steps=steps, eval_episodes=eval_episodes, seed=seed
+    )
+    console.print(
+        f"RagSupport-v0 with its tools (search, read; the env's prompt and verifier): SmolLM2-135M-Instruct + LoRA; SFT on the "
+        f"oracle's episodes of {sft_episodes} train scenarios ({config.sft_epochs} epochs), then GRPO from the SFT adapter "
+        f"({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes, train reward {config.grpo_judge}); "
+        f"held-out: {eval_episodes} test scenarios, greedy, reward verifier.",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    try:
+        result = run_tools_demo(config, log=lambda line: console.print(line, markup=False, highlight=False))
+    except (ValueError, ImportError, FileNotFoundError, FileExistsError) as exc:
+        raise _fail(str(exc)) from None
+    table = Table(title=f"Held-out RagSupport-v0 with tools ({eval_episodes} test scenarios, greedy)")
+    table.add_column("")
+    for label in ("before", "after SFT", "after SFT + GRPO"):
+        table.add_column(label, justify="right")
+    for metric in STAGE_METRICS:
+        name = "reward (verifier)" if metric == "reward" else metric.replace("_", " ")
+        table.add_row(name, *(f"{result.stages[stage][metric]:.3f}" for stage in ("before", "sft", "grpo")))
+    table.add_row("tool calls / episode", *(f"{result.stages[stage]['tool_calls']:.2f}" for stage in ("before", "sft", "grpo")))
+    console.print(table)
+    for key, label in (("sft", "SFT vs before"), ("grpo", "GRPO vs SFT"), ("total", "SFT + GRPO vs before")):
+        shown = ", ".join(f"{c.metric} {c.difference:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}]" for c in result.changes[key])
+        console.print(f"{label} (paired 95% intervals): {shown}", markup=False, highlight=False)
+    sft, grpo = result.episodes["sft"], result.episodes["grpo"]
+    for before, after_sft, after_grpo in list(zip(result.episodes["before"], sft, grpo, strict=True))[:2]:
+        question = next((m.content or "" for m in before.messages if m.role == "user"), "")
+        console.print(f"\n{question}", markup=False, highlight=False, style="bold")
+        for label, trajectory in (("before", before), ("after SFT", after_sft), ("after GRPO", after_grpo)):
+            lines = describe_episode(trajectory).replace("\n", "\n    ")
+            console.print(f"  {label} ({trajectory.reward:.2f}):\n    {lines}", markup=False, highlight=False)
+    minutes = result.timings["total_s"] / 60
+    console.print(
+        f"\nplot: {result.plot}; figures: {output_dir}/result.json; adapters: {output_dir}/sft/last, {output_dir}/grpo/last\n"
+        f"time {minutes:.1f} min (SFT data {result.timings['data_s']:.0f} s, eval before {result.timings['eval_before_s']:.0f} s, "
+        f"SFT with its eval {result.timings['sft_s']:.0f} s, GRPO with its eval {result.timings['grpo_s']:.0f} s); "
+        f"peak memory {result.peak_rss_gb:.1f} GB",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _show_config(cls: Any) -> None:
+    defaults = cls()
+    for name, text in cls.help().items():
+        console.print(f"[bold]{name}[/] = {getattr(defaults, name)!r}\n    {escape(text)}")
+
+
+def _make_config(
+    cls: Any, command: str, file: Path | None, given: dict[str, Any], resume: bool, env_arg: list[str] | None, set_: list[str] | None
+) -> Any:
+    """A config dataclass from a JSON file, then the options given (None: not given), then --env-arg and --set."""
+    from dataclasses import fields
+
+    values: dict[str, Any] = {}
+    if file is not None:
+        if not file.is_file():
+            raise _fail(f"config file {file} does not exist")
+        try:
+            values.update(json.loads(file.read_text()))
+        except json.JSONDecodeError as exc:
+            raise _fail(f"{file} is not valid JSON: {exc}") from None
+    values.update({key: value for key, value in given.items() if value is not None})
+    if resume:
+        values["resume"] = True
+    if env_arg:
+        values["env_kwargs"] = {**values.get("env_kwargs", {}), **_parse_env_args(env_arg)}
+    values.update(_parse_env_args(set_ or []))
+    unknown = sorted(set(values) - {f.name for f in fields(cls)})
+    if unknown:
+        raise _fail(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; see judgegym {command} --show-config")
+    try:
+        return cls(**values)
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
 
 
 def _load_trainer(config: Any) -> Any:

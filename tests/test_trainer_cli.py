@@ -85,3 +85,41 @@ def test_errors_keep_their_brackets(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_vllm)
     result = runner.invoke(app, ["train", "--set", "backend=vllm", "--output-dir", str(tmp_path / "run")])
     assert result.exit_code == 2 and "judgegym[gpu]" in result.output, result.output
+
+
+def test_sft_selects_trains_and_hands_its_adapter_to_train(tmp_path, tiny_model):
+    """`judgegym sft` on an eval run's episodes (oracle, train split), then `judgegym train
+    --model MODEL+ADAPTER` continues that adapter."""
+    small = ["--env-arg", "n_products=20", "--env-arg", "n_worlds=1"]
+    data = tmp_path / "oracle.jsonl"
+    result = runner.invoke(app, ["eval", "--agent", "oracle", "--split", "train", "--episodes", "3", "--out", str(data), *small])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "sft"
+    args = ["sft", str(data), "--model", tiny_model, "--min-reward", "1", "--min-component", "recall=1", "--output-dir", str(out)]
+    args += ["--env", "RagSupport-v0", *small, "--set", "eval_episodes=2", "--set", "max_new_tokens=4", "--set", "max_turns=1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    with_recall = sum(json.loads(line)["metrics"].get("recall") == 1.0 for line in data.read_text().splitlines())
+    assert 0 < with_recall < 3  # one of the three questions is unanswerable: no recall to filter on
+    assert f"3 trajectories read, {with_recall} selected, {with_recall} trained on" in result.output
+    assert "held-out reward" in result.output
+    assert (out / "last" / "adapter_config.json").is_file() and (out / "eval" / "step-1.jsonl").is_file()
+    grpo = ["train", "--model", f"{tiny_model}+{out}/last", "--steps", "1", "--output-dir", str(tmp_path / "grpo"), *small]
+    grpo += ["--set", "scenarios_per_step=1", "--set", "group_size=2", "--set", "max_new_tokens=4", "--set", "max_turns=1"]
+    result = runner.invoke(app, [*grpo, "--set", "eval_steps=0"])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "grpo" / "config.json").read_text())
+    assert saved["model"] == tiny_model and saved["init_adapter"] == f"{out}/last"
+
+
+def test_sft_errors_are_one_line(tmp_path, tiny_model):
+    result = runner.invoke(app, ["sft", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "no data" in result.output
+    result = runner.invoke(app, ["sft", str(tmp_path / "missing.jsonl"), "--model", tiny_model, "--output-dir", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    result = runner.invoke(app, ["sft", "x.jsonl", "--min-component", "recall=high"])
+    assert result.exit_code == 2 and "--min-component expects NAME=NUMBER" in result.output
+    result = runner.invoke(app, ["sft", "--show-config"])
+    assert result.exit_code == 0 and "micro_batch_tokens = 4096" in result.output
+    result = runner.invoke(app, ["demo", "--task", "juggle"])
+    assert result.exit_code == 2 and "--task must be 'answer' or 'tools'" in result.output

@@ -3,6 +3,7 @@ bootstrap intervals and pass^k (`stats`), and turn runs into leaderboards (`lead
 
 from .leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
 from .runner import EvalRun, evaluate, load_trajectories, play_episode
+from .selection import select_trajectories
 from .stats import SUCCESS_THRESHOLD, EvalSummary, bootstrap_ci, pass_hat_k, summarize
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "load_trajectories",
     "pass_hat_k",
     "play_episode",
+    "select_trajectories",
     "summarize",
     "summarize_runs",
 ]

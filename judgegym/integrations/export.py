@@ -8,20 +8,17 @@ JSONL for SFT, with reward filtering and best-of-group selection (rejection samp
 from __future__ import annotations
 
 import json
-import logging
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ..evaluation.selection import group_units, select_trajectories
 from ..trajectory import Group, Trajectory
 
 if TYPE_CHECKING:
     import datasets
-
-log = logging.getLogger("judgegym.integrations")
 
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 _CALL_KEYS = ("id", "type", "function")
@@ -60,7 +57,7 @@ def to_dataset(records: Iterable[Trajectory | Group]) -> datasets.Dataset:
     """
     ds = _import_datasets()
     columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    for group_id, (group, trajectories) in enumerate(_units(records)):
+    for group_id, (group, trajectories) in enumerate(group_units(records)):
         for index, trajectory in enumerate(trajectories):
             row = _row(trajectory)
             if group is not None:
@@ -103,46 +100,13 @@ def groups_from_dataset(rows: Iterable[Mapping[str, Any]]) -> list[Group]:
     return groups
 
 
-def select_trajectories(
-    records: Iterable[Trajectory | Group], *, min_reward: float | None = None, best_of_group: bool = False
-) -> list[Trajectory]:
-    """Rejection sampling: the trajectories worth imitating.
-
-    Args:
-        records: trajectories and/or groups. Lone trajectories form groups by (env_id,
-            scenario_id), so the trials of an eval run compete with each other.
-        min_reward: keep trajectories whose reward is at least this; unscored ones go.
-        best_of_group: keep only the highest-reward trajectory of each group (the first on
-            ties); unscored ones are never chosen.
-
-    With either option, failed groups (judge errors: their rewards are not the judge's) are
-    left out and counted in a warning. Without options every trajectory comes back.
-    """
-    filtering = min_reward is not None or best_of_group
-    kept: list[Trajectory] = []
-    failed = 0
-    for group, trajectories in _scenario_units(records):
-        if filtering and group is not None and group.failed:
-            failed += 1
-            continue
-        scored = [(reward, t) for t in trajectories if (reward := _reward(t)) is not None]
-        if min_reward is not None:
-            scored = [(reward, t) for reward, t in scored if reward >= min_reward]
-            trajectories = [t for _, t in scored]
-        if best_of_group:
-            trajectories = [max(scored, key=lambda pair: pair[0])[1]] if scored else []
-        kept.extend(trajectories)
-    if failed:
-        log.warning("left out %d failed group(s): their rewards are not the judge's", failed)
-    return kept
-
-
 def write_chat_jsonl(
     path: str | Path,
     records: Iterable[Trajectory | Group],
     *,
     min_reward: float | None = None,
     best_of_group: bool = False,
+    min_components: Mapping[str, float] | None = None,
     metadata: bool = True,
 ) -> int:
     """Write an SFT file: one ``{"messages": [...], "tools": [...], ...}`` line per trajectory
@@ -156,7 +120,7 @@ def write_chat_jsonl(
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    trajectories = select_trajectories(records, min_reward=min_reward, best_of_group=best_of_group)
+    trajectories = select_trajectories(records, min_reward=min_reward, best_of_group=best_of_group, min_components=min_components)
     with path.open("w", encoding="utf-8") as handle:
         for trajectory in trajectories:
             line: dict[str, Any] = {"messages": [m.to_openai() for m in trajectory.messages]}
@@ -191,39 +155,6 @@ def _features(ds: Any) -> Any:
     }
     types = {"seed": int64, "group_id": int64, "group_index": int64, "group_failed": ds.Value("bool"), "reward": ds.Value("float64")}
     return ds.Features({name: [message] if name == "messages" else types.get(name, string) for name in COLUMNS})
-
-
-def _units(records: Iterable[Trajectory | Group]) -> Iterator[tuple[Group | None, list[Trajectory]]]:
-    """(group, its trajectories) per group, (None, [trajectory]) per lone trajectory."""
-    for record in records:
-        if isinstance(record, Group):
-            yield record, record.trajectories
-        elif isinstance(record, Trajectory):
-            yield None, [record]
-        else:
-            raise TypeError(f"expected Trajectory or Group records, got {type(record).__name__}")
-
-
-def _scenario_units(records: Iterable[Trajectory | Group]) -> list[tuple[Group | None, list[Trajectory]]]:
-    """Like `_units`, but lone trajectories of one (env_id, scenario_id) share a unit."""
-    units: list[tuple[Group | None, list[Trajectory]]] = []
-    lone: dict[tuple[str | None, str], list[Trajectory]] = {}
-    for group, trajectories in _units(records):
-        if group is not None:
-            units.append((group, trajectories))
-            continue
-        key = (trajectories[0].env_id, trajectories[0].scenario_id)
-        if key not in lone:
-            lone[key] = []
-            units.append((None, lone[key]))
-        lone[key].extend(trajectories)
-    return units
-
-
-def _reward(trajectory: Trajectory) -> float | None:
-    """The reward, or None when the trajectory is unscored (None or NaN)."""
-    reward = trajectory.reward
-    return None if reward is None or math.isnan(reward) else reward
 
 
 def _row(trajectory: Trajectory) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""GRPO for judgegym envs: the trainer (`GRPOTrainer`, `GRPOConfig`), its rollout backends,
+"""GRPO for judgegym envs: the trainer (`GRPOTrainer`, `GRPOConfig`), supervised fine-tuning on
+judged trajectories (`SFTTrainer`, `SFTConfig`), the rollout backends,
 checkpoints, and the pure pieces it is built from (advantages, loss, token-level episodes).
 
 Importing this package imports torch; transformers and peft load when a trainer is built, vLLM
@@ -10,6 +11,7 @@ from .checkpoint import TrainerState, latest_checkpoint, load_checkpoint, save_c
 from .grpo import DEFAULT_LORA_TARGETS, GRPOConfig, GRPOTrainer, plot_rewards, scenario_seeds
 from .loss import importance_sampling_weights, policy_loss, selective_log_softmax
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, make_envs, play_groups
+from .sft import SFTConfig, SFTTrainer, read_sft_records, tokenize_trajectory
 from .tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory, env_turns
 from .vllm_rollout import VLLMBackend
 
@@ -20,6 +22,8 @@ __all__ = [
     "GRPOTrainer",
     "GroupAdvantages",
     "RolloutBackend",
+    "SFTConfig",
+    "SFTTrainer",
     "RolloutEpisode",
     "TemplateError",
     "TokenTrajectory",
@@ -35,7 +39,9 @@ __all__ = [
     "play_groups",
     "plot_rewards",
     "policy_loss",
+    "read_sft_records",
     "save_checkpoint",
     "scenario_seeds",
     "selective_log_softmax",
+    "tokenize_trajectory",
 ]

@@ -193,6 +193,63 @@ def load_checkpoint(
     return TrainerState(**payload["state"]), payload.get("config", {})
 
 
+def resume_checkpoint(output_dir: str | os.PathLike[str], resume: bool | str | os.PathLike[str]) -> Path | None:
+    """Prepare a run's output folder and say which checkpoint the run continues from.
+
+    Removes the ``.tmp-*`` folders an interrupted write left. With `resume` a path, that
+    checkpoint; with ``True``, the newest in ``output_dir/checkpoints`` (None, with a warning,
+    when there is none); with ``False``, None, refusing a folder that already holds a run.
+    When the run starts fresh its metrics.jsonl is emptied.
+
+    Raises:
+        FileNotFoundError: `resume` names a folder that does not exist.
+        FileExistsError: a fresh run in a folder holding another run's metrics or checkpoints.
+    """
+    output_dir = Path(output_dir)
+    checkpoints, metrics = output_dir / "checkpoints", output_dir / "metrics.jsonl"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    remove_temp_dirs(output_dir)
+    remove_temp_dirs(checkpoints)
+    checkpoint = None
+    if isinstance(resume, str | os.PathLike) and resume:
+        checkpoint = Path(resume)
+        if not checkpoint.is_dir():
+            raise FileNotFoundError(f"resume={str(resume)!r}: no such checkpoint folder")
+    elif resume:
+        checkpoint = latest_checkpoint(checkpoints)
+        if checkpoint is None:
+            log.warning("resume=True but %s holds no checkpoint: starting from scratch", checkpoints)
+    elif metrics.exists() or latest_checkpoint(checkpoints) is not None:
+        raise FileExistsError(
+            f"{output_dir} already holds a run (metrics.jsonl or checkpoints); pass resume=True to continue it, "
+            "or choose another output_dir"
+        )
+    if checkpoint is None:
+        truncate_metrics(metrics, -1)
+    return checkpoint
+
+
+def restore_run(
+    checkpoint: Path,
+    *,
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    config: dict[str, Any],
+    may_change: set[str],
+    metrics: Path,
+) -> TrainerState:
+    """`load_checkpoint`, a warning naming the `config` fields (other than `may_change`) that
+    differ from the checkpoint's, and the run's `metrics` file cut back to the checkpoint's step."""
+    state, saved = load_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler)
+    changed = sorted(k for k, v in config.items() if k not in may_change and saved.get(k, v) != v)
+    if changed:
+        log.warning("resuming %s with a different config for %s", checkpoint, ", ".join(changed))
+    truncate_metrics(metrics, state.step)
+    log.info("resumed from %s at step %d", checkpoint, state.step)
+    return state
+
+
 def rng_state() -> dict[str, Any]:
     """Every RNG a training step draws from: Python's, NumPy's, torch's (CPU and CUDA)."""
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}

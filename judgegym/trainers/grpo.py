@@ -18,7 +18,7 @@ import uuid
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,18 +29,17 @@ from rich.console import Console
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
 from ..progress import RunProgress, format_seconds
-from ..trajectory import Group, Trajectory, write_jsonl
+from ..trajectory import Group, Trajectory
 from .advantages import ScaleRewards, group_advantages
 from .checkpoint import (
     TrainerState,
     atomic_directory,
-    latest_checkpoint,
     load_checkpoint,
     prune_checkpoints,
-    remove_temp_dirs,
+    restore_run,
+    resume_checkpoint,
     save_checkpoint,
     save_weights,
-    truncate_metrics,
 )
 from .distributed import Ranks
 from .loss import (
@@ -51,15 +50,23 @@ from .loss import (
     policy_loss,
     selective_log_softmax,
 )
+from .policy import (
+    DEFAULT_LORA_TARGETS,
+    PolicyConfig,
+    append_metrics,
+    evaluate_policy,
+    load_policy,
+    make_scheduler,
+    resolve_device_dtype,
+    tensorboard_writer,
+)
+from .policy import config_field as _field
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, _pad_id, make_envs, play_groups
 from .server_rollout import ServerBackend
 from .tokenize import TokenTrajectory
 from .vllm_rollout import LORA_RANKS, VLLMBackend, require_vllm
 
 log = logging.getLogger("judgegym.trainers")
-
-DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-"""Every linear projection of attention and MLP in Llama-style models (SmolLM2, Qwen, Mistral)."""
 
 LORA_LEARNING_RATE = 1e-4
 FULL_LEARNING_RATE = 1e-5
@@ -68,21 +75,15 @@ _SEED_STRIDE = 1_000_003
 """Scenario seeds of run seed s start at s * stride: different run seeds see different scenarios."""
 
 _RESUMABLE_CHANGES = {
-    "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard",
+    "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard", "eval_on_start",
     "gpu_memory_utilization", "max_model_len", "server_urls", "server_urls_file", "server_timeout_s", "server_max_concurrent_requests",
     "server_adapter_dir", "dist_timeout_s",
 }  # fmt: skip
 """Config fields a resumed run may change without a warning."""
 
 
-def _field(default: Any = None, help: str = "", *, factory: Any = None) -> Any:  # noqa: A002  (TRL's spelling)
-    if factory is not None:
-        return field(default_factory=factory, metadata={"help": help})
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
-class GRPOConfig:
+class GRPOConfig(PolicyConfig):
     """Everything a GRPO run is made of. ``fields(GRPOConfig)[i].metadata["help"]`` holds each
     field's help (what a command line shows). Names follow TRL's ``GRPOConfig`` where it has
     the same knob (``epsilon``, ``epsilon_high``, ``beta``, ``loss_type``, ``scale_rewards``,
@@ -98,20 +99,6 @@ class GRPOConfig:
         "verifier", "Training judge spec (judgegym.judges.make_judge): 'verifier', 'grounding', 'learned', 'ruler:MODEL', ..."
     )
     eval_judge: str = _field("verifier", "Pointwise judge spec for held-out eval (a relative judge cannot score lone episodes).")
-    # -- model --------------------------------------------------------------------------
-    model: str = _field("smollm2-135m", "Policy: an embedded model name (smollm2-135m), a transformers folder, or a hub id.")
-    dtype: str = _field("auto", "Weights dtype: 'auto' (float32 on CPU, bfloat16 on GPU), 'float32', 'bfloat16', 'float16'.")
-    device: str = _field("auto", "'auto' (cuda when available, else cpu), 'cpu', 'cuda', 'cuda:1', ...")
-    gradient_checkpointing: bool = _field(False, "Recompute activations in the backward pass: less memory, about 30% slower.")
-    # -- LoRA ---------------------------------------------------------------------------
-    use_lora: bool = _field(True, "Train a LoRA adapter (peft) instead of all weights; the KL reference is then free.")
-    lora_r: int = _field(16, "LoRA rank.")
-    lora_alpha: int = _field(32, "LoRA scaling numerator (the update is scaled by alpha / r).")
-    lora_dropout: float = _field(0.0, "Dropout on the LoRA input. Above 0 the trainer's logprobs no longer equal the sampler's.")
-    lora_target_modules: list[str] | str = _field(
-        help="Modules that get adapters: names, or 'all-linear' (peft: every linear layer but the output head).",
-        factory=lambda: list(DEFAULT_LORA_TARGETS),
-    )
     # -- optimisation -------------------------------------------------------------------
     learning_rate: float | None = _field(None, f"AdamW learning rate; None: {LORA_LEARNING_RATE:g} with LoRA, {FULL_LEARNING_RATE:g} full.")
     weight_decay: float = _field(0.0, "AdamW weight decay.")
@@ -178,6 +165,9 @@ class GRPOConfig:
     keep_last: int | None = _field(2, "Checkpoints to keep (older ones are deleted); None or 0 keeps all.")
     eval_steps: int = _field(50, "Held-out eval every this many steps, at step 0 and at the end (0: no eval).")
     eval_episodes: int = _field(16, "Episodes per held-out eval (seeds 0..n-1 of eval_split, greedy decoding).")
+    eval_on_start: bool = _field(
+        True, "Held-out eval at step 0 too (the policy before training); off when it is already known, e.g. an SFT run's last eval."
+    )
     eval_split: str = _field("test", "The env split held-out eval plays.")
     tensorboard: bool = _field(False, "Also write TensorBoard scalars to output_dir/tensorboard (needs the tensorboard package).")
     resume: bool | str = _field(False, "True: continue from the newest checkpoint in output_dir (if any); a path: that checkpoint.")
@@ -189,7 +179,7 @@ class GRPOConfig:
         problems = []
         positive = ("max_steps", "scenarios_per_step", "group_size", "micro_batch_size", "max_new_tokens", "max_turns", "eval_episodes")
         problems += [f"{name} must be >= 1, got {getattr(self, name)}" for name in positive if getattr(self, name) < 1]
-        nonnegative = ("save_steps", "eval_steps", "warmup_steps", "weight_decay", "max_grad_norm", "beta", "lora_dropout")
+        nonnegative = ("save_steps", "eval_steps", "warmup_steps", "weight_decay", "max_grad_norm", "beta")
         problems += [f"{name} must be >= 0, got {getattr(self, name)}" for name in nonnegative if getattr(self, name) < 0]
         if self.temperature <= 0:
             problems.append(f"temperature must be > 0 (training samples), got {self.temperature}")
@@ -234,8 +224,7 @@ class GRPOConfig:
             )
         if self.backend == "vllm" and self.use_lora and self.lora_r > LORA_RANKS[-1]:
             problems.append(f"backend='vllm' serves LoRA ranks up to {LORA_RANKS[-1]}, got lora_r={self.lora_r}")
-        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
-            problems.append(f"dtype must be 'auto', 'float32', 'bfloat16' or 'float16', got {self.dtype!r}")
+        problems += self.policy_problems()
         owned = sorted({"max_turns", "defer_judging"} & set(self.env_kwargs))
         if owned:
             problems.append(f"env_kwargs may not set {owned}: the trainer sets them (use GRPOConfig.max_turns)")
@@ -269,27 +258,6 @@ class GRPOConfig:
         if self.learning_rate is not None:
             return self.learning_rate
         return LORA_LEARNING_RATE if self.use_lora else FULL_LEARNING_RATE
-
-    def lora_config(self) -> Any:
-        """The peft ``LoraConfig`` of this run (rank, alpha, dropout, target modules)."""
-        from peft import LoraConfig
-
-        return LoraConfig(
-            r=self.lora_r,
-            lora_alpha=self.lora_alpha,
-            lora_dropout=self.lora_dropout,
-            target_modules=self.lora_target_modules,
-            task_type="CAUSAL_LM",
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-able data (what checkpoints store)."""
-        return json.loads(json.dumps(asdict(self), default=str))
-
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        """Field name -> help text."""
-        return {f.name: f.metadata.get("help", "") for f in fields(cls)}
 
 
 @dataclass
@@ -409,7 +377,7 @@ class GRPOTrainer:
         self.metrics_path = self.output_dir / "metrics.jsonl"
         if backend is None and config.backend == "vllm":
             require_vllm()  # fail before loading anything
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+        self.device, self.dtype = resolve_device_dtype(config.device, config.dtype)
         self.ranks = Ranks.from_environment(device=self.device, timeout_s=config.dist_timeout_s)
         """This process among the trainer's ranks (torchrun); one rank otherwise."""
         if self.ranks.active and config.device == "auto" and self.device == "cuda":
@@ -419,10 +387,6 @@ class GRPOTrainer:
                 f"scenarios_per_step={config.scenarios_per_step} must be divisible by the {self.ranks.world_size} ranks: each rank "
                 "plays whole groups"
             )
-        if config.dtype == "auto":
-            self.dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        else:
-            self.dtype = getattr(torch, config.dtype)
         _seed_everything(config.seed)
         if judge is None:
             from ..judges.specs import make_judge
@@ -432,7 +396,7 @@ class GRPOTrainer:
         self.model, self.tokenizer = self._load_model()
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.trainable, lr=config.effective_learning_rate, weight_decay=config.weight_decay)
-        self.scheduler = _scheduler(config, self.optimizer)
+        self.scheduler = make_scheduler(config.lr_scheduler, self.optimizer, warmup_steps=config.warmup_steps, total_steps=config.max_steps)
         self.groups_per_rank = config.scenarios_per_step // self.ranks.world_size
         self.envs = make_envs(config.env_id, self.groups_per_rank * config.group_size, config.env_kwargs, max_turns=config.max_turns)
         self.state = TrainerState()
@@ -472,7 +436,7 @@ class GRPOTrainer:
         pipeline = _Pipeline(self, config.max_off_policy_steps) if config.max_off_policy_steps > 0 else None
         try:
             with RunProgress(config.max_steps, label="GRPO", completed=self.state.step, console=console) as progress:
-                if self.state.step == 0 and config.eval_steps and main:
+                if self.state.step == 0 and config.eval_steps and config.eval_on_start and main:
                     self._log({"step": 0, **self._evaluate_and_keep_best(progress)}, writer)
                 if pipeline is not None:
                     pipeline.start()
@@ -620,37 +584,21 @@ class GRPOTrainer:
         ``eval/<metric>``, the mean of each judge component and episode counter (e.g.
         ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``;
         `on_episode` is called with each as it finishes."""
-        from ..agents.hf import HFAgent
-        from ..evaluation import evaluate, summarize
-
         config = self.config
-        agent = HFAgent(
-            config.model,
-            model_obj=self.model,
-            tokenizer_obj=self.tokenizer,
-            device=self.device,
-            max_tokens=config.max_new_tokens,
+        return evaluate_policy(
+            self.model,
+            self.tokenizer,
+            env_id=config.env_id,
+            env_kwargs={**config.env_kwargs, "split": config.eval_split, "max_turns": config.max_turns},
+            episodes=config.eval_episodes,
+            judge=config.eval_judge,
+            max_new_tokens=config.max_new_tokens,
+            out=self.output_dir / "eval" / f"step-{self.state.step}.jsonl",
             name=f"grpo-step-{self.state.step}",
+            device=self.device,
+            model_name=config.model,
+            on_episode=on_episode,
         )
-        env_kwargs = {**config.env_kwargs, "split": config.eval_split, "max_turns": config.max_turns}
-        concurrency = min(config.eval_episodes, 16)
-        run = run_sync(
-            evaluate(
-                config.env_id,
-                agent,
-                episodes=config.eval_episodes,
-                env_kwargs=env_kwargs,
-                judge=config.eval_judge,
-                concurrency=concurrency,
-                on_episode=on_episode,
-            )
-        )
-        if not run.trajectories:
-            raise RuntimeError(f"every eval episode failed; the first: {run.failed[0][2] if run.failed else '?'}")
-        write_jsonl(self.output_dir / "eval" / f"step-{self.state.step}.jsonl", run.trajectories)
-        summary = summarize(run.trajectories, failed=len(run.failed))
-        means = {f"eval/{name}": value for name, value in summary.components.items() if math.isfinite(value)}
-        return {**means, "eval/reward": summary.mean_reward, "eval/success": summary.success_rate, "eval/failed": float(len(run.failed))}
 
     # -- the update ---------------------------------------------------------------------
 
@@ -795,31 +743,13 @@ class GRPOTrainer:
         return metrics
 
     def _log(self, record: dict[str, Any], writer: Any) -> None:
-        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+        clean = append_metrics(self.metrics_path, record, writer)
         self.history.append(clean)
-        with self.metrics_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(clean) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        if writer is not None:
-            for key, value in clean.items():
-                if key != "step" and isinstance(value, int | float):
-                    writer.add_scalar(key, value, record["step"])
         shown = ", ".join(f"{k}={_fmt(clean.get(k))}" for k in ("reward", "loss", "eval/reward") if k in clean)
         log.info("step %d: %s", record["step"], shown)
 
     def _tensorboard(self) -> Any:
-        if not self.config.tensorboard:
-            return None
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            warnings.warn(
-                "tensorboard=True but the tensorboard package is not installed (pip install tensorboard); metrics go to metrics.jsonl only",
-                stacklevel=2,
-            )
-            return None
-        return SummaryWriter(log_dir=str(self.output_dir / "tensorboard"), purge_step=self.state.step + 1)
+        return tensorboard_writer(self.config.tensorboard, self.output_dir / "tensorboard", self.state.step + 1)
 
     def _prepare_output(self) -> None:
         """Resume from a checkpoint, or check that the output folder holds no other run. Under
@@ -838,34 +768,18 @@ class GRPOTrainer:
         self.ranks.broadcast(str(self.resumed_from) if self.resumed_from is not None else None)
 
     def _prepare_main_output(self) -> None:
-        config = self.config
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        remove_temp_dirs(self.output_dir)
-        remove_temp_dirs(self.checkpoints_dir)
-        checkpoint = None
-        if isinstance(config.resume, str | os.PathLike) and config.resume:
-            checkpoint = Path(config.resume)
-            if not checkpoint.is_dir():
-                raise FileNotFoundError(f"resume={str(config.resume)!r}: no such checkpoint folder")
-        elif config.resume:
-            checkpoint = latest_checkpoint(self.checkpoints_dir)
-            if checkpoint is None:
-                log.warning("resume=True but %s holds no checkpoint: starting from scratch", self.checkpoints_dir)
-        elif self.metrics_path.exists() or latest_checkpoint(self.checkpoints_dir) is not None:
-            raise FileExistsError(
-                f"{self.output_dir} already holds a run (metrics.jsonl or checkpoints); pass resume=True to continue it, "
-                "or choose another output_dir"
+        checkpoint = resume_checkpoint(self.output_dir, self.config.resume)
+        if checkpoint is not None:
+            self.state = restore_run(
+                checkpoint,
+                model=self.model,
+                optimizer=self.optimizer,
+                scheduler=self.scheduler,
+                config=self.config.to_dict(),
+                may_change=_RESUMABLE_CHANGES,
+                metrics=self.metrics_path,
             )
-        if checkpoint is None:
-            truncate_metrics(self.metrics_path, -1)
-            return
-        self.state, saved = load_checkpoint(checkpoint, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler)
-        changed = sorted(k for k, v in config.to_dict().items() if k not in _RESUMABLE_CHANGES and saved.get(k, v) != v)
-        if changed:
-            log.warning("resuming %s with a different config for %s", checkpoint, ", ".join(changed))
-        truncate_metrics(self.metrics_path, self.state.step)
-        self.resumed_from = checkpoint
-        log.info("resumed from %s at step %d", checkpoint, self.state.step)
+            self.resumed_from = checkpoint
 
     def _make_backend(self) -> RolloutBackend:
         """The rollout backend ``config.backend`` names."""
@@ -903,30 +817,16 @@ class GRPOTrainer:
         return backend
 
     def _load_model(self) -> tuple[Any, Any]:
-        from ..models import load_model, peft_quietly, unmark_quantized
-
         config = self.config
-        model, tokenizer = load_model(config.model, self.dtype, fresh=True)
-        unmark_quantized(model)  # a GGUF-loaded model is plain floats but marked quantized, which peft refuses
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        if config.use_lora:
-            from peft import get_peft_model
-
-            torch.manual_seed(config.seed)  # the adapter's initialisation
-            lora = config.lora_config()
-            with peft_quietly():
-                model = get_peft_model(model, lora)
-        if config.gradient_checkpointing:
-            # transformers 5 renamed it activation checkpointing (the old name warns); 4.x has only the old one.
-            enable = getattr(model, "activation_checkpointing_enable", None)
-            if enable is not None:
-                enable(activation_checkpointing_kwargs={"use_reentrant": False})
-            else:
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            if config.use_lora:
-                model.enable_input_require_grads()  # frozen embeddings: give checkpointed blocks an input with grad
-        return model.to(self.device), tokenizer
+        return load_policy(
+            config.model,
+            self.dtype,
+            self.device,
+            lora=config.lora_config() if config.use_lora else None,
+            init_adapter=config.init_adapter,
+            gradient_checkpointing=config.gradient_checkpointing,
+            seed=config.seed,
+        )
 
     def _sync_backend(self) -> None:
         """Give the backend the current weights (on every rank: a backend whose servers rank 0
@@ -1090,13 +990,6 @@ def _judge_usage(judge: Judge) -> dict[str, float]:
         "cost": float(usage.cost),
         "failovers": float(usage.failovers),
     }
-
-
-def _scheduler(config: GRPOConfig, optimizer: torch.optim.Optimizer) -> Any:
-    from transformers import get_scheduler
-
-    name = "constant_with_warmup" if config.lr_scheduler == "constant" else config.lr_scheduler
-    return get_scheduler(name, optimizer, num_warmup_steps=config.warmup_steps, num_training_steps=config.max_steps)
 
 
 def _step_scheduler_only(scheduler: Any) -> None:

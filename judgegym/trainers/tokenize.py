@@ -140,6 +140,35 @@ class EpisodeTokenizer:
         self._awaiting_generation = False
         return text
 
+    def add_assistant_message(self, message: Any) -> list[int]:
+        """Record an assistant turn given as a message, not as sampled ids (supervised
+        fine-tuning on a stored episode); returns the ids that get mask 1.
+
+        The ids are the turn's text as the chat template renders it (tool calls included, in
+        the template's own convention), tokenized on its own, then the end-of-turn token: what
+        the policy would have sampled to produce this turn, so `add_generated` records them
+        exactly as a GRPO rollout records a sampled turn (the template's closing after the end
+        token gets mask 0). Their sampler log-probabilities are 0.0.
+        """
+        if not self._awaiting_generation:
+            raise RuntimeError("add_assistant_message() needs a prompt: call start() first, and add_env_messages() between turns")
+        turn = _as_dict(message)
+        if turn.get("role") != "assistant":
+            raise ValueError(f"add_assistant_message() takes an assistant message, got role {turn.get('role')!r}")
+        before = self._render(self.messages, generation_prompt=True)
+        after = self._render([*self.messages, turn], generation_prompt=False)
+        _require_prefix(before, after, "the generation prompt", "the same conversation with the assistant turn")
+        closing = self._assistant_closing()
+        rendered = after[len(before) :]
+        if not rendered.endswith(closing):
+            raise TemplateError(f"the chat template closes this assistant turn with {rendered[-40:]!r}, not with {closing!r}")
+        ids = self._encode(rendered[: len(rendered) - len(closing)])
+        closing_ids = self._encode(closing)
+        if closing_ids and self._is_end_token(closing_ids[0]):
+            ids.append(closing_ids[0])  # the policy ends its turn by sampling this token
+        self.add_generated(ids, [0.0] * len(ids))
+        return ids
+
     def add_env_messages(self, messages: Sequence[Any]) -> list[int]:
         """Record the env's new turns (tool results, user messages; not its copy of the
         assistant turn) and the generation prompt after them; returns the ids added (mask 0).
