@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -480,10 +481,10 @@ def demo_command(
         ),
     ] = "answer",
     steps: Annotated[
-        int | None, typer.Option(metavar="N", min=1, help="GRPO steps [default: 10 for answer (B=4 x G=4), 4 for tools (B=2 x G=4)].")
+        int | None, typer.Option(metavar="N", min=1, help="GRPO steps [default: 10 for answer (B=4 x G=4), 3 for tools (B=2 x G=4)].")
     ] = None,
     eval_episodes: Annotated[
-        int | None, typer.Option(metavar="N", min=2, help="Held-out test scenarios of every eval [default: 32 for answer, 24 for tools].")
+        int | None, typer.Option(metavar="N", min=2, help="Held-out test scenarios of every eval [default: 32 for answer, 16 for tools].")
     ] = None,
     sft_episodes: Annotated[int, typer.Option(metavar="N", min=1, help="tools: oracle episodes played for the SFT data.")] = 32,
     output_dir: Annotated[
@@ -505,7 +506,7 @@ def demo_command(
     if task == "tools":
         if resume:
             raise _fail("--resume is for --task answer; the tools demo's stages are short, rerun it into a new --output-dir")
-        _tools_demo(steps or 4, eval_episodes or 24, sft_episodes, output_dir or Path("runs/demo-tools"), seed)
+        _tools_demo(steps or 3, eval_episodes or 16, sft_episodes, output_dir or Path("runs/demo-tools"), seed)
         return
     steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
     if steps < 2:
@@ -577,7 +578,8 @@ def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: P
         table.add_column(label, justify="right")
     for metric in STAGE_METRICS:
         name = "reward (verifier)" if metric == "reward" else metric.replace("_", " ")
-        table.add_row(name, *(f"{result.stages[stage][metric]:.3f}" for stage in ("before", "sft", "grpo")))
+        values = (result.stages[stage][metric] for stage in ("before", "sft", "grpo"))
+        table.add_row(name, *("-" if math.isnan(value) else f"{value:.3f}" for value in values))  # no tool calls: no error rate
     table.add_row("tool calls / episode", *(f"{result.stages[stage]['tool_calls']:.2f}" for stage in ("before", "sft", "grpo")))
     console.print(table)
     for key, label in (("sft", "SFT vs before"), ("grpo", "GRPO vs SFT"), ("total", "SFT + GRPO vs before")):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 
 import gymnasium as gym
@@ -304,30 +305,22 @@ def test_a_tiny_model_learns_to_call_the_tool_it_was_taught(tmp_path, smol_tiny_
 
 @pytest.mark.filterwarnings(r"ignore:Seems like `optimizer.step\(\)` has been overridden")
 def test_micro_batches_sum_to_the_full_batch_gradient(tmp_path, smol_tiny_model, search_episodes):
-    """The loss is the token mean over the whole step: two micro-batches give the gradient of one."""
-    grads = []
-    for budget in (100_000, 1):  # all four episodes in one micro-batch, or one episode per micro-batch
-        config = _sft_config(tmp_path, smol_tiny_model, search_episodes, micro_batch_tokens=budget, gradient_accumulation_steps=4)
-        config.output_dir = str(tmp_path / f"sft-{budget}")
+    """The loss is the token mean over the whole step: four micro-batches of one episode give the
+    gradient of one micro-batch of four. Plain SGD at learning rate 1 without clipping makes the
+    weight change the negative gradient."""
+    changes = []
+    for plan in ([[0, 1, 2, 3]], [[0], [1], [2], [3]]):
+        config = _sft_config(tmp_path, smol_tiny_model, search_episodes, max_grad_norm=0.0, gradient_accumulation_steps=len(plan))
+        config.output_dir = str(tmp_path / f"sft-{len(plan)}")
         trainer = SFTTrainer(config)
-        trainer.optimizer.step = lambda: None  # keep the weights: compare the gradients
-        accumulated = {}
-        original = torch.nn.utils.clip_grad_norm_
-
-        def capture(parameters, max_norm, **kwargs):
-            accumulated.update({n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None})
-            return original(parameters, max_norm, **kwargs)
-
-        torch.nn.utils.clip_grad_norm_ = capture
-        try:
-            trainer.plan = [[0, 1, 2, 3]] if budget == 100_000 else [[0], [1], [2], [3]]
-            trainer.config.gradient_accumulation_steps = len(trainer.plan)
-            record = trainer.train_step()
-        finally:
-            torch.nn.utils.clip_grad_norm_ = original
-        grads.append((record["loss"], accumulated))
-    (loss_one, one), (loss_many, many) = grads
+        trainer.plan = plan
+        trainer.optimizer = torch.optim.SGD(trainer.trainable, lr=1.0)
+        before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+        record = trainer.train_step()
+        changes.append((record["loss"], {n: p.detach() - before[n] for n, p in trainer.model.named_parameters()}))
+    (loss_one, one), (loss_many, many) = changes
     assert loss_one == pytest.approx(loss_many, rel=1e-5)
+    assert any(float(delta.abs().max()) > 0 for delta in one.values())
     for name in one:
         torch.testing.assert_close(one[name], many[name], rtol=1e-4, atol=1e-6)
 
@@ -410,3 +403,53 @@ def test_bf16_autocast_gives_nearly_the_float32_loss(tmp_path, smol_tiny_model, 
     assert losses["bf16"] == pytest.approx(losses["no"], rel=2e-2)
     with pytest.raises(ValueError, match="mixed_precision must be 'no' or 'bf16'"):
         SFTConfig(mixed_precision="fp8")
+
+
+def test_stage_metrics_and_paired_changes():
+    from judgegym.trainers.tools_demo import paired_changes, stage_metrics
+
+    def episode(seed, reward, calls, errors, **components):
+        return Trajectory(
+            scenario_id=f"s{seed}", seed=seed, reward=reward, metrics={"tool_calls": calls, "tool_errors": errors, **components}
+        )
+
+    before = [episode(0, 0.0, 0, 0, recall=0.0, citation=0.0, abstained=0.0), episode(1, 0.0, 0, 0, abstained=1.0)]
+    after = [episode(0, 1.0, 3, 1, recall=1.0, citation=1.0, abstained=0.0), episode(1, 0.5, 1, 0, abstained=1.0)]
+    metrics = stage_metrics(after)
+    assert metrics["reward"] == 0.75 and metrics["tool_call_rate"] == 1.0 and metrics["tool_error_rate"] == 0.25
+    assert metrics["recall"] == 1.0 and metrics["tool_calls"] == 2.0  # recall: answerable questions only
+    assert math.isnan(stage_metrics(before)["tool_error_rate"])  # no calls, no rate
+    changes = {c.metric: c for c in paired_changes(before, after)}
+    assert changes["reward"].difference == 0.75 and changes["tool_call_rate"].difference == 1.0
+    assert changes["recall"].before == 0.0 and changes["recall"].after == 1.0  # paired on scenario 0 only
+    with pytest.raises(RuntimeError, match="different held-out scenarios"):
+        paired_changes(before, after[::-1])
+
+
+@pytest.mark.slow
+def test_the_tools_demo_runs_its_three_stages(tmp_path, smol_tiny_model):
+    from judgegym.trainers.tools_demo import ToolsDemoConfig, run_tools_demo
+
+    config = ToolsDemoConfig(
+        output_dir=str(tmp_path / "demo"),
+        model=smol_tiny_model,
+        sft_episodes=3,
+        sft_epochs=1,
+        grpo_steps=1,
+        scenarios_per_step=1,
+        group_size=2,
+        eval_episodes=2,
+        max_new_tokens=8,
+        max_turns=4,  # the oracle searches, reads, answers
+        env_kwargs=dict(SMALL_RAG),
+    )
+    lines = []
+    result = run_tools_demo(config, log=lines.append)
+    assert set(result.stages) == {"before", "sft", "grpo"} and all(len(e) == 2 for e in result.episodes.values())
+    assert result.sft_data == {"played": 3, "kept": 3, "failed": 0, "file": str(tmp_path / "demo" / "sft-data.jsonl")}
+    assert {c.metric for c in result.changes["total"]} >= {"reward", "tool_call_rate"}
+    saved = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert saved["stages"]["grpo"]["episodes"] == 2 and (tmp_path / "demo" / "stages.png").is_file()
+    grpo_config = json.loads((tmp_path / "demo" / "grpo" / "config.json").read_text())
+    assert grpo_config["init_adapter"] == str(tmp_path / "demo" / "sft" / "last") and grpo_config["eval_judge"] == "verifier"
+    assert any(line.startswith("before: held-out reward") for line in lines)
