@@ -303,7 +303,7 @@ def test_a_tiny_model_learns_to_call_the_tool_it_was_taught(tmp_path, smol_tiny_
     assert report["trained"] == 12 and report["target_tokens"] > 0
 
 
-@pytest.mark.filterwarnings(r"ignore:Seems like `optimizer.step\(\)` has been overridden")
+@pytest.mark.filterwarnings(r"ignore:Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`")
 def test_micro_batches_sum_to_the_full_batch_gradient(tmp_path, smol_tiny_model, search_episodes):
     """The loss is the token mean over the whole step: four micro-batches of one episode give the
     gradient of one micro-batch of four. Plain SGD at learning rate 1 without clipping makes the

@@ -193,6 +193,20 @@ def load_checkpoint(
     return TrainerState(**payload["state"]), payload.get("config", {})
 
 
+def keep_best(state: TrainerState, step: int, metrics: dict[str, float], *, folder: Path, model: Any, tokenizer: Any) -> bool:
+    """After a held-out eval at `step`: when its ``eval/reward`` beats the best so far, record
+    it in `state` and write the weights (and ``eval.json``) atomically to `folder`. Returns
+    whether it did."""
+    reward = metrics["eval/reward"]
+    if state.best_eval_reward is not None and reward <= state.best_eval_reward:
+        return False
+    state.best_eval_reward, state.best_step = reward, step
+    with atomic_directory(folder) as temp:
+        save_weights(model, temp, tokenizer)
+        (temp / "eval.json").write_text(json.dumps({"step": step, **metrics}), encoding="utf-8")
+    return True
+
+
 def resume_checkpoint(output_dir: str | os.PathLike[str], resume: bool | str | os.PathLike[str]) -> Path | None:
     """Prepare a run's output folder and say which checkpoint the run continues from.
 

@@ -34,6 +34,7 @@ from .advantages import ScaleRewards, group_advantages
 from .checkpoint import (
     TrainerState,
     atomic_directory,
+    keep_best,
     load_checkpoint,
     prune_checkpoints,
     restore_run,
@@ -729,11 +730,7 @@ class GRPOTrainer:
             progress.phase(f"{name}: 0/{config.eval_episodes} episodes")
         metrics = self.evaluate(on_episode=advance)
         reward = metrics["eval/reward"]
-        if self.state.best_eval_reward is None or reward > self.state.best_eval_reward:
-            self.state.best_eval_reward, self.state.best_step = reward, step
-            with atomic_directory(self.output_dir / "best") as folder:
-                save_weights(self.model, folder, self.tokenizer)
-                (folder / "eval.json").write_text(json.dumps({"step": step, **metrics}), encoding="utf-8")
+        keep_best(self.state, step, metrics, folder=self.output_dir / "best", model=self.model, tokenizer=self.tokenizer)
         metrics["timing/eval_s"] = time.perf_counter() - started
         if progress is not None:
             progress.line(

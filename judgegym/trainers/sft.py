@@ -29,6 +29,7 @@ from ..trajectory import Group, Message, Trajectory
 from .checkpoint import (
     TrainerState,
     atomic_directory,
+    keep_best,
     prune_checkpoints,
     restore_run,
     resume_checkpoint,
@@ -507,11 +508,7 @@ class SFTTrainer:
 
         metrics = self.evaluate(on_episode=advance)
         reward = metrics["eval/reward"]
-        if self.state.best_eval_reward is None or reward > self.state.best_eval_reward:
-            self.state.best_eval_reward, self.state.best_step = reward, step
-            with atomic_directory(self.output_dir / "best") as folder:
-                save_weights(self.model, folder, self.tokenizer)
-                (folder / "eval.json").write_text(json.dumps({"step": step, **metrics}), encoding="utf-8")
+        keep_best(self.state, step, metrics, folder=self.output_dir / "best", model=self.model, tokenizer=self.tokenizer)
         metrics["timing/eval_s"] = time.perf_counter() - started
         progress.line(
             f"eval at step {step}: held-out reward {reward:.3f} ({config.eval_judge}, {config.eval_episodes} {config.eval_split} "
