@@ -243,25 +243,31 @@ def resume_checkpoint(output_dir: str | os.PathLike[str], resume: bool | str | o
     return checkpoint
 
 
-def restore_run(
-    checkpoint: Path,
+def resume_run(
+    output_dir: Path,
+    resume: bool | str | os.PathLike[str],
     *,
     model: Any,
     optimizer: torch.optim.Optimizer,
     scheduler: Any,
     config: dict[str, Any],
     may_change: set[str],
-    metrics: Path,
-) -> TrainerState:
-    """`load_checkpoint`, a warning naming the `config` fields (other than `may_change`) that
-    differ from the checkpoint's, and the run's `metrics` file cut back to the checkpoint's step."""
+) -> tuple[TrainerState, Path | None]:
+    """A trainer's start: `resume_checkpoint`, then, when there is a checkpoint, its weights,
+    optimizer, scheduler and RNG states (`load_checkpoint`), a warning naming the `config`
+    fields (other than `may_change`) that differ from the checkpoint's, and the run's
+    metrics.jsonl cut back to its step. Returns (the state to continue from, the checkpoint
+    or None)."""
+    checkpoint = resume_checkpoint(output_dir, resume)
+    if checkpoint is None:
+        return TrainerState(), None
     state, saved = load_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler)
     changed = sorted(k for k, v in config.items() if k not in may_change and saved.get(k, v) != v)
     if changed:
         log.warning("resuming %s with a different config for %s", checkpoint, ", ".join(changed))
-    truncate_metrics(metrics, state.step)
+    truncate_metrics(Path(output_dir) / "metrics.jsonl", state.step)
     log.info("resumed from %s at step %d", checkpoint, state.step)
-    return state
+    return state, checkpoint
 
 
 def rng_state() -> dict[str, Any]:

@@ -37,8 +37,7 @@ from .checkpoint import (
     keep_best,
     load_checkpoint,
     prune_checkpoints,
-    restore_run,
-    resume_checkpoint,
+    resume_run,
     save_checkpoint,
     save_weights,
 )
@@ -585,19 +584,14 @@ class GRPOTrainer:
         ``eval/<metric>``, the mean of each judge component and episode counter (e.g.
         ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``;
         `on_episode` is called with each as it finishes."""
-        config = self.config
         return evaluate_policy(
             self.model,
             self.tokenizer,
-            env_id=config.env_id,
-            env_kwargs={**config.env_kwargs, "split": config.eval_split, "max_turns": config.max_turns},
-            episodes=config.eval_episodes,
-            judge=config.eval_judge,
-            max_new_tokens=config.max_new_tokens,
+            self.config,
+            env_id=self.config.env_id,
             out=self.output_dir / "eval" / f"step-{self.state.step}.jsonl",
             name=f"grpo-step-{self.state.step}",
             device=self.device,
-            model_name=config.model,
             on_episode=on_episode,
         )
 
@@ -765,18 +759,15 @@ class GRPOTrainer:
         self.ranks.broadcast(str(self.resumed_from) if self.resumed_from is not None else None)
 
     def _prepare_main_output(self) -> None:
-        checkpoint = resume_checkpoint(self.output_dir, self.config.resume)
-        if checkpoint is not None:
-            self.state = restore_run(
-                checkpoint,
-                model=self.model,
-                optimizer=self.optimizer,
-                scheduler=self.scheduler,
-                config=self.config.to_dict(),
-                may_change=_RESUMABLE_CHANGES,
-                metrics=self.metrics_path,
-            )
-            self.resumed_from = checkpoint
+        self.state, self.resumed_from = resume_run(
+            self.output_dir,
+            self.config.resume,
+            model=self.model,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            config=self.config.to_dict(),
+            may_change=_RESUMABLE_CHANGES,
+        )
 
     def _make_backend(self) -> RolloutBackend:
         """The rollout backend ``config.backend`` names."""

@@ -194,36 +194,35 @@ def make_scheduler(name: str, optimizer: torch.optim.Optimizer, *, warmup_steps:
 def evaluate_policy(
     model: Any,
     tokenizer: Any,
+    config: Any,
     *,
     env_id: str,
-    env_kwargs: dict[str, Any],
-    episodes: int,
-    judge: str,
-    max_new_tokens: int,
     out: str | Path,
     name: str,
     device: str,
-    model_name: str = "policy",
     on_episode: Callable[[Trajectory], None] | None = None,
 ) -> dict[str, float]:
-    """Held-out eval: `episodes` greedy episodes (seeds ``0..episodes-1``) of `env_id` made
-    with `env_kwargs` (the split among them), scored by the pointwise `judge` spec; the judged
-    episodes go to `out` (JSONL). Returns ``eval/reward`` (mean), ``eval/success`` (share at
-    or above the success threshold), ``eval/failed`` (episodes that raised), and
+    """Held-out eval of a trainer's policy: ``config.eval_episodes`` greedy episodes (seeds
+    ``0..n-1``) of `env_id` made with ``config.env_kwargs`` on ``config.eval_split`` with at
+    most ``config.max_turns`` turns of ``config.max_new_tokens`` tokens, scored by the
+    pointwise ``config.eval_judge`` spec (`config` is a `GRPOConfig` or an `SFTConfig`); the
+    judged episodes go to `out` (JSONL). Returns ``eval/reward`` (mean), ``eval/success``
+    (share at or above the success threshold), ``eval/failed`` (episodes that raised), and
     ``eval/<metric>``, the mean of each judge component and episode counter (``eval/recall``,
     ``eval/tool_calls``, ...)."""
     from ..agents.hf import HFAgent
     from ..evaluation import evaluate, summarize
 
-    agent = HFAgent(model_name, model_obj=model, tokenizer_obj=tokenizer, device=device, max_tokens=max_new_tokens, name=name)
+    episodes = config.eval_episodes
+    agent = HFAgent(config.model, model_obj=model, tokenizer_obj=tokenizer, device=device, max_tokens=config.max_new_tokens, name=name)
     release_memory()  # what training freed, before generation in worker threads allocates afresh
     run = run_sync(
         evaluate(
             env_id,
             agent,
             episodes=episodes,
-            env_kwargs=env_kwargs,
-            judge=judge,
+            env_kwargs={**config.env_kwargs, "split": config.eval_split, "max_turns": config.max_turns},
+            judge=config.eval_judge,
             concurrency=min(episodes, 16),
             on_episode=on_episode,
         )

@@ -31,8 +31,7 @@ from .checkpoint import (
     atomic_directory,
     keep_best,
     prune_checkpoints,
-    restore_run,
-    resume_checkpoint,
+    resume_run,
     save_checkpoint,
     save_weights,
 )
@@ -406,19 +405,14 @@ class SFTTrainer:
         episodes go to ``output_dir/eval/step-N.jsonl``."""
         if not self.env_id:
             raise ValueError("no env to evaluate on: set SFTConfig.env_id (the data does not name one env)")
-        config = self.config
         return evaluate_policy(
             self.model,
             self.tokenizer,
+            self.config,
             env_id=self.env_id,
-            env_kwargs={**config.env_kwargs, "split": config.eval_split, "max_turns": config.max_turns},
-            episodes=config.eval_episodes,
-            judge=config.eval_judge,
-            max_new_tokens=config.max_new_tokens,
             out=self.output_dir / "eval" / f"step-{self.state.step}.jsonl",
             name=f"sft-step-{self.state.step}",
             device=self.device,
-            model_name=config.model,
             on_episode=on_episode,
         )
 
@@ -520,18 +514,15 @@ class SFTTrainer:
         self.history.append(append_metrics(self.metrics_path, record, writer))
 
     def _prepare_output(self) -> None:
-        checkpoint = resume_checkpoint(self.output_dir, self.config.resume)
-        if checkpoint is not None:
-            self.state = restore_run(
-                checkpoint,
-                model=self.model,
-                optimizer=self.optimizer,
-                scheduler=self.scheduler,
-                config=self.config.to_dict(),
-                may_change=_RESUMABLE_CHANGES,
-                metrics=self.metrics_path,
-            )
-            self.resumed_from = checkpoint
+        self.state, self.resumed_from = resume_run(
+            self.output_dir,
+            self.config.resume,
+            model=self.model,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            config=self.config.to_dict(),
+            may_change=_RESUMABLE_CHANGES,
+        )
 
 
 def _body(model: Any) -> Any:
