@@ -74,6 +74,19 @@ def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> int:
     return loaded
 
 
+def _check_remote(env_id: str, env_url: str, env_kwargs: dict[str, Any]) -> int:
+    """Reach each server once: it must serve `env_id` and accept `env_kwargs` per session."""
+    from .envs import env_urls
+    from .envs.remote import RemoteEnv, RemoteEnvError
+
+    try:
+        for url in env_urls(env_url):
+            RemoteEnv(url, env_id, connect_timeout_s=5.0, **{k: v for k, v in env_kwargs.items() if k != "judge"}).close()
+    except (ValueError, RemoteEnvError) as exc:
+        raise _fail(str(exc)) from None
+    return 0
+
+
 def _env_of_run(path: Path, env_id: str | None) -> tuple[str, dict[str, Any]]:
     """(env id, env options) of the training run at `path` (its folder or config.json); `env_id`
     is the --env given, if any, which must agree."""
@@ -131,6 +144,12 @@ def eval_command(
         typer.Option(metavar="FILE", help="Append trajectories here (JSONL) as they finish; a rerun skips the episodes already in it."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Also write the summaries as JSON.")] = None,
+    env_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL", help="Play on the env served there (judgegym serve; several URLs comma-separated); the judge runs here."
+        ),
+    ] = None,
 ) -> None:
     """Play agents on an env; print reward (95% bootstrap CI), success, pass^k, turns, tools, tokens."""
     env_kwargs: dict[str, Any] = {}
@@ -144,7 +163,7 @@ def eval_command(
     if scenarios is None or split is not None:
         env_kwargs["split"] = split or "test"
     env_kwargs.update(_parse_env_args(env_arg or []))
-    loaded = _check_env(env, env_kwargs)
+    loaded = _check_env(env, env_kwargs) if env_url is None else _check_remote(env, env_url, env_kwargs)
     source = f"{env_kwargs.get('split', 'test')} split"
     if scenarios is not None:
         source = f"{scenarios}: {loaded} scenario{'s' * (loaded != 1)}"
@@ -188,6 +207,7 @@ def eval_command(
                         judge=judge,
                         out=out,
                         on_episode=advance,
+                        env_url=env_url,
                     )
                 )
             except ValueError as exc:  # e.g. an output file that is not trajectories
@@ -334,6 +354,12 @@ def train_command(
         typer.Option(metavar="DIR", help="Start from this LoRA adapter (an SFT run's last/ or best/); also --model MODEL+DIR."),
     ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in OUTPUT_DIR.")] = False,
+    env_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL", help="Roll out on the env served there (judgegym serve; several URLs comma-separated); the judge runs here."
+        ),
+    ] = None,
     show_config: Annotated[bool, typer.Option("--show-config", help="Print every GRPOConfig field with its help and exit.")] = False,
 ) -> None:
     """Train a policy with GRPO on an env, rewarded by a judge (docs/trainer.md)."""
@@ -352,15 +378,20 @@ def train_command(
         "max_steps": steps,
         "output_dir": output_dir and str(output_dir),
         "init_adapter": init_adapter and str(init_adapter),
+        "env_url": env_url,
     }
     train_config = _make_config(GRPOConfig, "train", config, given, resume, env_arg, set_)
-    _check_env(train_config.env_id, dict(train_config.env_kwargs))
+    if train_config.env_url is None:
+        _check_env(train_config.env_id, dict(train_config.env_kwargs))
+    else:
+        _check_remote(train_config.env_id, train_config.env_url, dict(train_config.env_kwargs))
+    from .envs.remote import RemoteEnvError
     from .trainers.distributed import DistributedError
     from .trainers.server_rollout import ServerError
 
     try:
         trainer = _load_trainer(train_config)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ServerError, DistributedError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ServerError, DistributedError, RemoteEnvError) as exc:
         raise _fail(str(exc)) from None
     try:
         records = trainer.train()
@@ -650,6 +681,56 @@ def _load_trainer(config: Any) -> Any:
     console.print(f"{what} ...", markup=False, highlight=False)
     console.file.flush()
     return GRPOTrainer(config)
+
+
+@app.command("serve", short_help="Serve an env over HTTP and WebSocket (OpenEnv's protocol), judged here.")
+def serve_command(
+    env: Annotated[str, typer.Argument(metavar="ENV_ID", help="The env to serve, e.g. RagSupport-v0.")],
+    judge: Annotated[
+        str, typer.Option(metavar="SPEC", help="Judge of the episodes: verifier, grounding, learned, ruler:MODEL (groups), ...")
+    ] = "verifier",
+    env_arg: Annotated[
+        list[str] | None, typer.Option("--env-arg", metavar="KEY=VALUE", help="Env keyword for every session (JSON values), repeatable.")
+    ] = None,
+    host: Annotated[str, typer.Option(metavar="ADDR", help="Address to bind; anything but loopback should have a --token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", min=0, max=65535)] = 8000,
+    max_concurrent_envs: Annotated[int, typer.Option(metavar="N", min=1, help="Open sessions (env instances) at most.")] = 64,
+    session_timeout: Annotated[float, typer.Option(metavar="SECONDS", min=1, help="Close a session idle this long.")] = 300.0,
+    group_timeout: Annotated[
+        float, typer.Option(metavar="SECONDS", min=1, help="Fail a group not finished this long after it opened.")
+    ] = 600.0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TOKEN", envvar="JUDGEGYM_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' (env: JUDGEGYM_SERVE_TOKEN)."
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(metavar="N", min=1, help="Threads stepping envs.")] = 8,
+) -> None:
+    """Serve ENV_ID: one env per session over WebSocket (/ws) or HTTP (/reset, /step, /state),
+    group sessions for relative judges (docs/plugins/openenv.md)."""
+    from .server import ServeConfig, serve
+
+    env_kwargs = _parse_env_args(env_arg or [])
+    _check_env(env, env_kwargs)
+    config = ServeConfig(
+        env_id=env,
+        judge=judge,
+        env_args=env_kwargs,
+        max_concurrent_envs=max_concurrent_envs,
+        session_timeout_s=session_timeout,
+        group_timeout_s=group_timeout,
+        token=token,
+        workers=workers,
+    )
+    problems = config.problems()
+    if problems:
+        raise _fail("; ".join(problems))
+    console.print(f"serving {env} (judge: {judge}) on http://{host}:{port}  ws://{host}:{port}/ws", markup=False, highlight=False)
+    try:
+        serve(config, host=host, port=port)
+    except (ValueError, ImportError) as exc:
+        raise _fail(str(exc)) from None
 
 
 @app.command("envs", short_help="List the registered environments.")

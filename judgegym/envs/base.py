@@ -13,7 +13,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from ..judges.base import Judge, JudgeScore
+from ..judges.base import Judge, JudgeScore, record_score
 from ..parsing import ActionParser, HermesParser, ParsedCall, parse_action
 from ..spaces import ChatAction, Conversation
 from ..tools import DEFAULT_MAX_OUTPUT_CHARS, ToolSet
@@ -254,9 +254,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
             info = {"trajectory": trajectory, "termination": reason.value, "turn": self._counters["turns"]}
             return list(self._observation), 0.0, not reason.truncated, reason.truncated, info
         score: JudgeScore = self.judge.score_one_sync(trajectory)
-        trajectory.reward = score.score
-        trajectory.metrics.update(score.components)
-        trajectory.info["explanation"] = score.explanation
+        record_score(trajectory, score)
         info = {
             "trajectory": trajectory,
             "judge_score": score,

@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..judges.base import Judge, JudgeScore
+from ..judges.base import Judge, record_score
 from ..trajectory import Group, TerminationReason, Trajectory
 from .base import ChatEnv
 
@@ -232,7 +232,7 @@ class GroupVectorEnv(VectorEnv):
                 record.update(reward=0.0, judge_failed=True, judge_error=self.group.error)
             return records
         for record, trajectory, score in zip(records, trajectories, scores, strict=True):
-            _apply_score(trajectory, score)
+            record_score(trajectory, score)
             record.update(
                 reward=float(score.score),
                 judge_failed=False,
@@ -244,13 +244,6 @@ class GroupVectorEnv(VectorEnv):
 
 
 _TRUNCATING = frozenset(r.value for r in TerminationReason if r.truncated)
-
-
-def _apply_score(trajectory: Trajectory, score: JudgeScore) -> None:
-    """Record a judge's verdict on a trajectory, as `ChatEnv._finish` does."""
-    trajectory.reward = score.score
-    trajectory.metrics.update(score.components)
-    trajectory.info["explanation"] = score.explanation
 
 
 class GroupEntryPoint:

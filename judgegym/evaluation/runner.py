@@ -21,6 +21,7 @@ import gymnasium as gym
 from pydantic import ValidationError
 
 from ..agents.base import Agent
+from ..envs import env_urls, make_env
 from ..trajectory import Trajectory
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ async def evaluate(
     judge: str = "verifier",
     out: str | os.PathLike[str] | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
+    env_url: str | None = None,
 ) -> EvalRun:
     """Play `trials` attempts at each of `episodes` scenarios (seeds ``seed .. seed +
     episodes - 1``).
@@ -107,13 +109,19 @@ async def evaluate(
     run loses at most the episodes in flight. An episode whose agent or env raises is logged
     and reported in `EvalRun.failed`; the others go on. Trajectories come back ordered by
     (seed, trial).
+
+    With `env_url` (one ``judgegym serve`` URL, or several separated by commas, used in
+    turn by the workers) the episodes play on served envs (`RemoteEnv`) and `judge` scores
+    them here; `env_kwargs` may then hold only the per-session arguments (``split``,
+    ``max_turns``, ...), the server fixes the rest.
     """
     if episodes < 1 or trials < 1:
         raise ValueError(f"need episodes >= 1 and trials >= 1, got {episodes} and {trials}")
     env_kwargs = dict(env_kwargs or {})
     config = config_key({**env_kwargs, "judge": judge})
     env_args = json.loads(json.dumps({k: v for k, v in env_kwargs.items() if k != "split"}, default=str))
-    if judge != "verifier":
+    urls = env_urls(env_url)
+    if judge != "verifier" or env_url is not None:
         from ..judges.specs import make_judge
 
         env_kwargs["judge"] = make_judge(judge, env_id=env_id)
@@ -137,8 +145,8 @@ async def evaluate(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     sink = open(out, "a", encoding="utf-8") if out is not None else None  # noqa: SIM115  (closed below)
 
-    async def worker() -> None:
-        env = gym.make(env_id, **env_kwargs)
+    async def worker(index: int) -> None:
+        env = make_env(env_id, urls[index % len(urls)], **env_kwargs)
         try:
             while not todo.empty():
                 s, trial = todo.get_nowait()
@@ -160,7 +168,7 @@ async def evaluate(
 
     try:
         if not todo.empty():
-            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, todo.qsize())))))
+            await asyncio.gather(*(worker(i) for i in range(max(1, min(concurrency, todo.qsize())))))
     finally:
         if sink is not None:
             sink.close()

@@ -29,6 +29,14 @@ class JudgeScore(BaseModel):
     components: dict[str, float] = Field(default_factory=dict)
 
 
+def record_score(trajectory: Trajectory, score: JudgeScore) -> None:
+    """Write a judge's verdict onto a trajectory: ``reward``, the components as metrics and
+    ``info["explanation"]`` (what the envs, the group env and the env server all do)."""
+    trajectory.reward = score.score
+    trajectory.metrics.update(score.components)
+    trajectory.info["explanation"] = score.explanation
+
+
 class Judge(ABC):
     """Scores groups of trajectories of one scenario.
 
@@ -144,4 +152,4 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-__all__ = ["BatchJudge", "Judge", "JudgeScore", "PointwiseJudge", "Verifier", "run_sync", "score_groups"]
+__all__ = ["BatchJudge", "Judge", "JudgeScore", "PointwiseJudge", "Verifier", "record_score", "run_sync", "score_groups"]

@@ -95,6 +95,11 @@ class GRPOConfig(PolicyConfig):
         help="Keyword arguments for gym.make, e.g. {'prefetch_k': 2}. Not max_turns (use max_turns) or defer_judging (always on).",
         factory=dict,
     )
+    env_url: str | None = _field(
+        None,
+        "judgegym serve URL to play the env on (several, comma-separated, share the envs in turn); None: in this process. "
+        "Judging stays here.",
+    )
     judge: str = _field(
         "verifier", "Training judge spec (judgegym.judges.make_judge): 'verifier', 'grounding', 'learned', 'ruler:MODEL', ..."
     )
@@ -398,7 +403,9 @@ class GRPOTrainer:
         self.optimizer = torch.optim.AdamW(self.trainable, lr=config.effective_learning_rate, weight_decay=config.weight_decay)
         self.scheduler = make_scheduler(config.lr_scheduler, self.optimizer, warmup_steps=config.warmup_steps, total_steps=config.max_steps)
         self.groups_per_rank = config.scenarios_per_step // self.ranks.world_size
-        self.envs = make_envs(config.env_id, self.groups_per_rank * config.group_size, config.env_kwargs, max_turns=config.max_turns)
+        self.envs = make_envs(
+            config.env_id, self.groups_per_rank * config.group_size, config.env_kwargs, max_turns=config.max_turns, env_url=config.env_url
+        )
         self.state = TrainerState()
         self.history: list[dict[str, Any]] = []
         """Metric records this trainer logged (also appended to metrics.jsonl)."""

@@ -205,7 +205,8 @@ def evaluate_policy(
     """Held-out eval of a trainer's policy: ``config.eval_episodes`` greedy episodes (seeds
     ``0..n-1``) of `env_id` made with ``config.env_kwargs`` on ``config.eval_split`` with at
     most ``config.max_turns`` turns of ``config.max_new_tokens`` tokens, scored by the
-    pointwise ``config.eval_judge`` spec (`config` is a `GRPOConfig` or an `SFTConfig`); the
+    pointwise ``config.eval_judge`` spec, on the served env at ``config.env_url`` if set
+    (`config` is a `GRPOConfig` or an `SFTConfig`); the
     judged episodes go to `out` (JSONL). Returns ``eval/reward`` (mean), ``eval/success``
     (share at or above the success threshold), ``eval/failed`` (episodes that raised), and
     ``eval/<metric>``, the mean of each judge component and episode counter (``eval/recall``,
@@ -225,6 +226,7 @@ def evaluate_policy(
             judge=config.eval_judge,
             concurrency=min(episodes, 16),
             on_episode=on_episode,
+            env_url=config.env_url,
         )
     )
     release_memory()

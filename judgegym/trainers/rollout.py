@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 
 from ..agents.batching import Sampling
+from ..envs import env_urls, make_env
 from ..trajectory import Trajectory
 from .loss import selective_log_softmax
 from .tokenize import EpisodeTokenizer, TokenTrajectory, env_turns
@@ -161,12 +162,16 @@ class RolloutEpisode:
     """Turns cut by the per-turn token limit (no EOS within ``max_tokens``)."""
 
 
-def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None, *, max_turns: int | None = None) -> list[gym.Env]:
-    """`n` envs that leave judging to the trainer (``defer_judging=True``)."""
+def make_envs(
+    env_id: str, n: int, env_kwargs: dict[str, Any] | None = None, *, max_turns: int | None = None, env_url: str | None = None
+) -> list[gym.Env]:
+    """`n` envs that leave judging to the trainer (``defer_judging=True``); with `env_url`,
+    served ones (`RemoteEnv`), spread in turn over its comma-separated URLs."""
     kwargs = dict(env_kwargs or {})
     if max_turns is not None:
         kwargs["max_turns"] = max_turns
-    return [gym.make(env_id, defer_judging=True, **kwargs) for _ in range(n)]
+    urls = env_urls(env_url)
+    return [make_env(env_id, urls[i % len(urls)], defer_judging=True, **kwargs) for i in range(n)]
 
 
 def play_groups(

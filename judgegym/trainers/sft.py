@@ -92,6 +92,11 @@ class SFTConfig(PolicyConfig):
     # -- held-out eval --------------------------------------------------------------------
     env_id: str | None = _field(None, "Env of the held-out eval (None: the data's env, when every trajectory names the same one).")
     env_kwargs: dict[str, Any] = _field(help="Keyword arguments for the eval env's gym.make.", factory=dict)
+    env_url: str | None = _field(
+        None,
+        "judgegym serve URL to play the eval env on (several, comma-separated, share the envs in turn); None: in this process. "
+        "Judging stays here.",
+    )
     eval_judge: str = _field("verifier", "Pointwise judge spec for held-out eval.")
     eval_steps: int = _field(0, "Held-out eval every this many steps, and at the end (0: only at the end; eval_episodes=0: never).")
     eval_episodes: int = _field(16, "Episodes per held-out eval (seeds 0..n-1 of eval_split, greedy); 0 disables eval.")

@@ -1,0 +1,434 @@
+"""`RemoteEnv`: a judgegym env served by ``judgegym serve`` (`judgegym.server`), played over
+WebSocket or HTTP; and the wire format both ends share, which is OpenEnv's protocol.
+
+``gym.make("judgegym/Remote-v0", url="http://host:8000", env_id="RagSupport-v0")`` behaves
+as ``gym.make("RagSupport-v0")``: same spaces, seeds, options, trajectories and rewards, with
+the env (and, by default, its judge) running on the server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal, SupportsFloat
+
+import gymnasium as gym
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..judges.base import Judge, JudgeScore, record_score
+from ..spaces import ChatAction, Conversation
+from ..trajectory import Message, Trajectory
+from .base import _render_message
+
+CLIENT_ENV_ARGS = frozenset({"split", "max_turns", "max_tool_calls", "max_tool_output_chars", "defer_judging"})
+"""The env arguments a client may set per session; the rest are fixed by the server
+(``judgegym serve --env-arg``), so a client cannot point the server's env at its files or
+at an LLM of the client's choosing."""
+
+TOKEN_HEADER = "Authorization"
+"""Where a client puts the server's token: ``Authorization: Bearer TOKEN`` (or ``?token=``)."""
+
+
+# -- the wire format --------------------------------------------------------------------
+# OpenEnv's protocol: WebSocket messages {"type": "reset" | "step" | "state" | "close",
+# "data": ...} answered by {"type": "observation" | "state" | "error", "data": ...}, and HTTP
+# POST /reset, POST /step, GET /state. An observation's data is {"observation": {...},
+# "reward": float | None, "done": bool}. judgegym adds sessions to HTTP (``session_id``)
+# and groups to reset (``group_id``, ``group_size``).
+
+
+class ResetData(BaseModel):
+    """What a reset may carry (the WebSocket message's ``data``, or the HTTP body)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="Scenario seed; the same seed gives the same scenario.")
+    options: dict[str, Any] | None = Field(None, description="The env's reset options (e.g. {'scenario_id': ...}).")
+    episode_id: str | None = Field(None, max_length=255, description="OpenEnv's episode label, echoed in the state.")
+    session_id: str | None = Field(None, max_length=64, description="HTTP only: the session to reset (none: open one).")
+    env_args: dict[str, Any] = Field(default_factory=dict, description=f"Per-session env arguments, among {sorted(CLIENT_ENV_ARGS)}.")
+    group_id: str | None = Field(None, min_length=1, max_length=128, description="Join (or open) the group of this id.")
+    group_size: int | None = Field(None, ge=1, le=1024, description="G, the group's number of members (with group_id).")
+    group_wait: bool = Field(False, description="A member's last step waits for the group's judgement (members stepped concurrently).")
+
+
+class ActionData(BaseModel):
+    """An action: an assistant turn. With only ``content`` it is a text turn, exactly as the
+    local env's ``step(text)`` (tool calls inline as ``<tool_call>`` blocks); with
+    ``tool_calls`` it is an OpenAI assistant message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: list[Any] | None = None
+    reasoning_content: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="OpenEnv's action metadata; not used by the env.")
+
+    def env_action(self) -> str | dict[str, Any]:
+        """What the env's `step` gets: the text, or the assistant message dict."""
+        if self.tool_calls is None and self.reasoning_content is None and self.content is not None:
+            return self.content
+        return self.model_dump(exclude={"metadata"}, exclude_none=True)
+
+
+class StepBody(BaseModel):
+    """HTTP POST /step: OpenEnv's StepRequest plus the session it is for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(max_length=64)
+    action: ActionData
+    timeout_s: float | None = Field(None, gt=0, description="OpenEnv's field; judgegym envs step without a deadline.")
+    request_id: str | None = Field(None, max_length=255)
+
+
+class ChatObservation(BaseModel):
+    """The ``observation`` of a reply: the conversation so far, the env's info, how it ended.
+
+    ``info`` is the local env's info, JSON-encoded: at reset ``scenario_id``, ``seed``,
+    ``tools``, ``task``; on the last step ``trajectory``, ``judge_score``, ``components``,
+    ``termination``, ``turn``."""
+
+    messages: list[dict[str, Any]]
+    info: dict[str, Any] = Field(default_factory=dict)
+    terminated: bool = False
+    truncated: bool = False
+    session_id: str
+
+
+def observation_reply(
+    messages: list[dict[str, Any]],
+    info: dict[str, Any],
+    *,
+    session_id: str,
+    reward: float | None = 0.0,
+    terminated: bool = False,
+    truncated: bool = False,
+) -> dict[str, Any]:
+    """An OpenEnv observation payload (``{"observation", "reward", "done"}``) for the wire."""
+    observation = {
+        "messages": messages,
+        "info": encode_info(info),
+        "terminated": terminated,
+        "truncated": truncated,
+        "session_id": session_id,
+    }
+    return {"observation": observation, "reward": reward, "done": terminated or truncated}
+
+
+def encode_info(info: dict[str, Any]) -> dict[str, Any]:
+    """An env info dict as JSON values (trajectories and judge scores as their dicts)."""
+    return {key: _jsonable(value) for key, value in info.items()}
+
+
+def decode_info(info: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of `encode_info` for the keys that carry types: ``trajectory``, ``judge_score``."""
+    info = dict(info)
+    if isinstance(info.get("trajectory"), dict):
+        info["trajectory"] = Trajectory.model_validate(info["trajectory"])
+    if isinstance(info.get("judge_score"), dict):
+        info["judge_score"] = JudgeScore.model_validate(info["judge_score"])
+    return info
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    return value
+
+
+# -- the client ---------------------------------------------------------------------------
+
+
+class RemoteEnvError(RuntimeError):
+    """The server refused a request (its message says why) or could not be reached."""
+
+
+class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
+    """A judgegym env on a ``judgegym serve`` server, as a Gymnasium env.
+
+    Same observation and action spaces, seeds, options, trajectories and rewards as the
+    local env: ``reset`` returns (conversation, info) with ``info["tools"]``; the last
+    ``step`` returns the judge's reward and ``info["trajectory"]`` (a `Trajectory`),
+    ``judge_score``, ``components``, ``termination``. One instance is one server session
+    (one env instance there), freed by `close`.
+
+    Args:
+        url: the server, ``http://host:port`` (or ``ws://``; both transports use it).
+        env_id: the env expected there (checked); None takes whatever the server serves.
+        transport: "ws" (one WebSocket per env, the faster) or "http".
+        token: the server's token, if it was started with one.
+        judge: a local judge instead of the server's: the server returns unscored
+            trajectories and this judge scores them here (pointwise judges only, as for a
+            local env; for groups use a `GroupVectorEnv` of local envs or the server's groups).
+        timeout_s: seconds to wait for one reply.
+        connect_timeout_s: seconds to keep trying to reach the server at construction.
+        **env_args: per-session env arguments (``split``, ``max_turns``, ``max_tool_calls``,
+            ``max_tool_output_chars``, ``defer_judging``); the server fixes the others.
+
+    The server checks an action's shape (text, or an assistant message dict): a dict of the
+    wrong shape raises `RemoteEnvError` here where the local env would append a format error
+    (text, what models produce, is always accepted and handled exactly as locally).
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        url: str,
+        env_id: str | None = None,
+        *,
+        transport: Literal["ws", "http"] = "ws",
+        token: str | None = None,
+        judge: Judge | None = None,
+        timeout_s: float = 120.0,
+        connect_timeout_s: float = 10.0,
+        render_mode: str | None = None,
+        **env_args: Any,
+    ):
+        if transport not in ("ws", "http"):
+            raise ValueError(f"transport must be 'ws' or 'http', got {transport!r}")
+        unknown = sorted(set(env_args) - CLIENT_ENV_ARGS)
+        if unknown:
+            raise ValueError(
+                f"env arguments {unknown} are fixed by the server (judgegym serve --env-arg KEY=VALUE); "
+                f"a client may set {sorted(CLIENT_ENV_ARGS)}"
+            )
+        if judge is not None and judge.relative:
+            raise ValueError(
+                f"{type(judge).__name__} is a relative judge and needs whole groups; judge groups of RemoteEnv "
+                "trajectories with judge.score_group, or start the server with --judge and use its group sessions"
+            )
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.url = http_url(url)
+        self.transport = transport
+        self.judge = judge
+        self.render_mode = render_mode
+        self.timeout_s = timeout_s
+        self._headers = {TOKEN_HEADER: f"Bearer {token}"} if token else {}
+        self.env_args = {**env_args, **({"defer_judging": True} if judge is not None else {})}
+        self.observation_space = Conversation()
+        self.action_space = ChatAction()
+        self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=timeout_s)
+        self.server = self._server_metadata(connect_timeout_s)
+        self.env_id = self.server["name"]
+        if env_id is not None and env_id.removeprefix("judgegym:") != self.env_id:
+            self._http.close()
+            raise ValueError(f"the server at {self.url} serves {self.env_id}, not {env_id}")
+        self._ws: Any = None
+        self.session_id: str | None = None
+        self._messages: list[dict[str, Any]] = []
+        self._done = True
+        self._started = False
+
+    # -- Gymnasium API ------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Start an episode on the server (same seeds and options as the local env).
+
+        Without a seed one is drawn from this env's generator, as the local env does.
+        ``options["group"] = {"id": ..., "size": G, "wait": False}`` joins a server-side group
+        (its members share the first member's scenario and are judged together when the last
+        ends): an early finisher's last step has reward 0.0 and ``info["judge_pending"]``,
+        its reward then shows in `state`; the last finisher's info has ``group``, every
+        member's reward. With ``"wait": True`` every last step waits for the judgement
+        (members stepped concurrently)."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        group = options.pop("group", None)
+        data: dict[str, Any] = {"env_args": self.env_args}
+        if isinstance(group, dict):  # join a server-side group; its first member's seed is everyone's
+            data.update(group_id=group.get("id"), group_size=group.get("size"), group_wait=bool(group.get("wait", False)))
+            if seed is not None:
+                data["seed"] = seed
+        else:
+            data["seed"] = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        if options:
+            data["options"] = options
+        reply = self._request("reset", data, fresh=True)
+        observation = reply["observation"]
+        self.session_id = observation["session_id"]
+        self._messages = observation["messages"]
+        self._done, self._started = False, True
+        return list(self._messages), decode_info(observation["info"])
+
+    def step(self, action: Any) -> tuple[list[dict[str, Any]], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Play one assistant turn on the server."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            raise RuntimeError("this episode has ended; call reset() to start another")
+        reply = self._request("step", wire_action(action))
+        observation = reply["observation"]
+        self._messages = observation["messages"]
+        info = decode_info(observation["info"])
+        terminated, truncated = bool(observation["terminated"]), bool(observation["truncated"])
+        reward = reply["reward"]
+        if terminated or truncated:
+            self._done = True
+            if self.judge is not None and isinstance(info.get("trajectory"), Trajectory):
+                score = self.judge.score_one_sync(info["trajectory"])
+                record_score(info["trajectory"], score)
+                info.update(judge_score=score, components=dict(score.components))
+                reward = score.score
+        return list(self._messages), (float(reward) if reward is not None else 0.0), terminated, truncated, info
+
+    def state(self) -> dict[str, Any]:
+        """The server's state of this session (OpenEnv's ``state``: episode id, step count,
+        and judgegym's scenario, reward and group fields)."""
+        return self._request("state", None)
+
+    def render(self) -> str | None:
+        """ "ansi": the conversation so far as text; otherwise None."""
+        if self.render_mode == "ansi":
+            return "\n".join(_render_message(Message.model_validate(m)) for m in self._messages)
+        return None
+
+    def close(self) -> None:
+        """End the session on the server (its env is freed) and close the connection."""
+        try:
+            if self._ws is not None:
+                try:
+                    self._ws.send(json.dumps({"type": "close"}))
+                finally:
+                    self._ws.close()
+            elif self.session_id is not None:
+                self._http.delete(f"/sessions/{self.session_id}")
+        except Exception:  # closing an already broken connection
+            pass
+        finally:
+            self._ws, self.session_id = None, None
+            self._http.close()
+        super().close()
+
+    # -- transport ----------------------------------------------------------------------
+
+    def _server_metadata(self, connect_timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + connect_timeout_s
+        while True:
+            try:
+                response = self._http.get("/metadata")
+                break
+            except httpx.TransportError as exc:
+                if time.monotonic() >= deadline:
+                    raise RemoteEnvError(
+                        f"cannot reach a judgegym server at {self.url} ({type(exc).__name__}: {exc}); "
+                        "start one with `judgegym serve ENV_ID`"
+                    ) from None
+                time.sleep(0.2)
+        return _json_or_raise(response)
+
+    def _request(self, kind: Literal["reset", "step", "state"], data: dict[str, Any] | None, *, fresh: bool = False) -> dict[str, Any]:
+        if self.transport == "http":
+            return self._http_request(kind, data)
+        return self._ws_request(kind, data, fresh=fresh)
+
+    def _http_request(self, kind: str, data: dict[str, Any] | None) -> dict[str, Any]:
+        try:
+            if kind == "reset":
+                response = self._http.post("/reset", json={**(data or {}), "session_id": self.session_id})
+            elif kind == "step":
+                response = self._http.post("/step", json={"session_id": self.session_id, "action": data})
+            else:
+                response = self._http.get("/state", params={"session_id": self.session_id or ""})
+        except httpx.TransportError as exc:
+            raise RemoteEnvError(f"{kind} failed: the server at {self.url} is unreachable ({type(exc).__name__}: {exc})") from None
+        return _json_or_raise(response)
+
+    def _ws_request(self, kind: str, data: dict[str, Any] | None, *, fresh: bool) -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosed, InvalidHandshake
+        from websockets.sync.client import connect
+
+        message = json.dumps({"type": kind, **({"data": data} if data is not None else {})})
+        for attempt in (0, 1):
+            if self._ws is None:
+                try:
+                    # entered like a context manager (closed in `close`): websockets' one way across versions
+                    self._ws = connect(
+                        ws_url(self.url) + "/ws", additional_headers=self._headers, max_size=None, open_timeout=self.timeout_s
+                    ).__enter__()
+                except (OSError, InvalidHandshake, TimeoutError) as exc:
+                    raise RemoteEnvError(f"cannot open a session at {self.url}: {type(exc).__name__}: {exc}") from None
+            try:
+                self._ws.send(message)
+                reply = json.loads(self._ws.recv(timeout=self.timeout_s))
+                break
+            except (ConnectionClosed, OSError) as exc:
+                self._ws = None
+                if not fresh or attempt:  # a lost session cannot be resumed mid-episode
+                    self._done = True
+                    raise RemoteEnvError(
+                        f"{kind} failed: the connection to {self.url} was lost ({exc}); the server freed the session, reset to start again"
+                    ) from None
+            except TimeoutError:
+                self._ws.close()
+                self._ws, self._done = None, True
+                raise RemoteEnvError(f"{kind}: no reply from {self.url} within {self.timeout_s:g} s; the session was closed") from None
+        if reply.get("type") == "error":
+            error = reply.get("data") or {}
+            raise RemoteEnvError(f"{kind} refused by the server: {error.get('message', 'unknown error')} ({error.get('code', '?')})")
+        return reply.get("data") or {}
+
+
+def wire_action(action: Any) -> dict[str, Any]:
+    """A local env action (text, an assistant message dict, or a `Message`) as wire data."""
+    if isinstance(action, Message):
+        action = action.model_dump(exclude_none=True)
+    if isinstance(action, str):
+        return {"content": action}
+    if isinstance(action, dict):
+        return action
+    raise TypeError(f"an action must be text or an assistant message dict, got {type(action).__name__}")
+
+
+def http_url(url: str) -> str:
+    """``ws://`` / ``wss://`` -> ``http://`` / ``https://``; no trailing slash."""
+    url = url.strip().rstrip("/")
+    for ws, http in (("ws://", "http://"), ("wss://", "https://")):
+        if url.startswith(ws):
+            return http + url[len(ws) :]
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"a server URL starts with http://, https://, ws:// or wss://, got {url!r}")
+    return url
+
+
+def ws_url(url: str) -> str:
+    """``http://`` / ``https://`` -> ``ws://`` / ``wss://``."""
+    url = http_url(url)
+    return "ws://" + url[len("http://") :] if url.startswith("http://") else "wss://" + url[len("https://") :]
+
+
+def _json_or_raise(response: httpx.Response) -> dict[str, Any]:
+    if response.is_success:
+        return response.json()
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        detail = response.text
+    raise RemoteEnvError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: {detail}")
+
+
+__all__ = [
+    "CLIENT_ENV_ARGS",
+    "ActionData",
+    "ChatObservation",
+    "RemoteEnv",
+    "RemoteEnvError",
+    "ResetData",
+    "StepBody",
+    "decode_info",
+    "encode_info",
+    "http_url",
+    "observation_reply",
+    "wire_action",
+    "ws_url",
+]

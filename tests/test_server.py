@@ -1,0 +1,398 @@
+"""`judgegym serve` and `RemoteEnv`: served episodes equal local ones, OpenEnv's own client
+plays them, sessions and groups behave, and bad requests get 4xx without hurting the server."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import pytest
+from gymnasium.utils.env_checker import check_env
+from served import served, wait_until
+from websockets.exceptions import InvalidHandshake
+from websockets.sync.client import connect
+
+import judgegym  # noqa: F401  (registers the envs)
+from judgegym.agents import make_agent
+from judgegym.envs.remote import RemoteEnv, RemoteEnvError, ws_url
+from judgegym.evaluation.runner import play_episode
+from judgegym.judges.base import Judge, JudgeScore
+from judgegym.trajectory import Group
+
+ENV_IDS = ("RagSupport-v0", "CustomerSupport-v0", "Summarize-v0")
+MESSY = (
+    "",  # empty turn: a format error
+    '<tool_call>{"name": "search", "arguments": {"query": </tool_call>',  # malformed call
+    '<tool_call>{"name": "no_such_tool", "arguments": {}}</tool_call>',  # unknown tool
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}],
+    },
+    "I could not find that; I can escalate this to a human support agent.",
+)
+
+
+class Scripted:
+    """Plays a fixed list of actions (then repeats the last)."""
+
+    name = "scripted"
+
+    def __init__(self, actions: tuple[Any, ...]):
+        self.actions, self.turn = actions, 0
+
+    async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        action = self.actions[min(self.turn, len(self.actions) - 1)]
+        self.turn += 1
+        return action
+
+
+class LengthRank(Judge):
+    """A relative judge for tests: ranks a group's final answers by length (longest 1.0)."""
+
+    relative = True
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    async def score_group(self, group: Group) -> list[JudgeScore]:
+        answers = [t.final_answer for t in group.trajectories]
+        self.calls.append(answers)
+        order = sorted(range(len(answers)), key=lambda i: len(answers[i]))
+        n = max(1, len(answers) - 1)
+        return [JudgeScore(score=order.index(i) / n, components={"rank": float(order.index(i))}) for i in range(len(answers))]
+
+
+def _play(env: gym.Env, agent: Any, seed: int):
+    return asyncio.run(play_episode(env, agent, seed))
+
+
+@pytest.fixture(scope="module")
+def rag_server():
+    with served("RagSupport-v0", max_concurrent_envs=16) as running:
+        yield running
+
+
+# -- the same episodes, local and served -------------------------------------------------
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_served_episodes_equal_local_ones(env_id):
+    """The same seeded scenarios, played by the oracle and by a messy scripted agent, give
+    identical trajectories, rewards and reset infos locally and over both transports."""
+    with served(env_id) as (url, _):
+        local = gym.make(env_id)
+        for transport in ("ws", "http"):
+            remote = gym.make("judgegym/Remote-v0", url=url, env_id=env_id, transport=transport)
+            for seed in (0, 7):
+                _, local_info = local.reset(seed=seed)
+                _, remote_info = remote.reset(seed=seed)
+                assert json.loads(json.dumps(local_info)) == remote_info
+                for agent in (make_agent("oracle", env_id), Scripted(MESSY)):
+                    if isinstance(agent, Scripted):
+                        agent.turn = 0
+                    here = _play(local, agent, seed)
+                    if isinstance(agent, Scripted):
+                        agent.turn = 0
+                    there = _play(remote, agent, seed)
+                    assert there.model_dump() == here.model_dump(), (transport, seed, agent.name)
+                    assert there.reward == here.reward
+            remote.close()
+        local.close()
+
+
+def test_remote_env_passes_check_env(rag_server):
+    url, _ = rag_server
+    env = RemoteEnv(url, "RagSupport-v0", split="test")
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_remote_env_with_a_local_judge_and_per_session_args(rag_server):
+    """``judge=`` scores here (the server returns the unscored trajectory); per-session env
+    arguments reach the server's env; the rest are refused with the reason."""
+    url, _ = rag_server
+    judge = judgegym.judges.make_judge("grounding")
+    local = gym.make("RagSupport-v0", split="train", max_turns=3, judge=judge)
+    remote = gym.make("judgegym/Remote-v0", url=url, env_id="RagSupport-v0", split="train", max_turns=3, judge=judge)
+    oracle = make_agent("oracle", "RagSupport-v0")
+    assert _play(remote, oracle, 4).model_dump() == _play(local, oracle, 4).model_dump()
+    remote.close()
+    with pytest.raises(ValueError, match="fixed by the server"):
+        RemoteEnv(url, "RagSupport-v0", n_products=5)
+    with pytest.raises(ValueError, match="serves RagSupport-v0, not Summarize-v0"):
+        RemoteEnv(url, "Summarize-v0")
+    with pytest.raises(ValueError, match="relative judge"):
+        RemoteEnv(url, judge=LengthRank())
+
+
+def test_unreachable_server_is_a_clear_error():
+    with pytest.raises(RemoteEnvError, match="cannot reach a judgegym server at http://127.0.0.1:9"):
+        RemoteEnv("http://127.0.0.1:9", connect_timeout_s=0.3)
+
+
+# -- OpenEnv's own clients ---------------------------------------------------------------
+
+
+def test_openenv_generic_client_plays_an_episode(rag_server):
+    """openenv-core's GenericEnvClient (its WebSocket protocol, no judgegym code) plays a
+    served episode to the same reward as the local env, and its replies parse as OpenEnv's
+    own message types."""
+    from openenv.core.env_server.types import WSObservationResponse, WSStateResponse
+    from openenv.core.generic_client import GenericEnvClient
+
+    url, _ = rag_server
+    local = gym.make("RagSupport-v0")
+    oracle = make_agent("oracle", "RagSupport-v0")
+    expected = _play(local, oracle, 3)
+
+    async def play() -> tuple[float | None, dict[str, Any]]:
+        async with GenericEnvClient(base_url=url) as env:
+            result = await env.reset(seed=3)
+            observation, info = result.observation["messages"], result.observation["info"]
+            while not result.done:
+                action = await oracle.act(observation, info)
+                result = await env.step({"content": action} if isinstance(action, str) else action)
+                observation = result.observation["messages"]
+            return result.reward, await env.state()
+
+    reward, state = asyncio.run(play())
+    assert reward == expected.reward
+    assert state["step_count"] == len([m for m in expected.messages if m.role == "assistant"])
+    with connect(ws_url(url) + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        WSObservationResponse.model_validate_json(ws.recv())
+        ws.send(json.dumps({"type": "state"}))
+        WSStateResponse.model_validate_json(ws.recv())
+
+
+def test_judgegym_openenv_client_sync_and_token():
+    """The typed OpenEnv client (`judgegym.integrations.openenv.JudgegymEnv`) through
+    OpenEnv's sync wrapper, against a server guarded by a token."""
+    from judgegym.integrations.openenv import ChatTurn, JudgegymEnv
+
+    with served("Summarize-v0", token="s3cret") as (url, _):
+        oracle = make_agent("oracle", "Summarize-v0")
+        expected = _play(gym.make("Summarize-v0"), oracle, 2)
+        with JudgegymEnv(base_url=url, token="s3cret").sync() as env:
+            result = env.reset(seed=2)
+            info = result.observation.info
+            assert result.observation.tools and info["scenario_id"] == expected.scenario_id
+            while not result.done:
+                action = asyncio.run(oracle.act(result.observation.messages, info))
+                turn = ChatTurn(content=action) if isinstance(action, str) else ChatTurn(**{k: v for k, v in action.items() if k != "role"})
+                result = env.step(turn)
+            assert result.reward == expected.reward
+            played = result.observation.trajectory
+            played.info.update(agent="oracle", trial=0)  # what play_episode adds
+            assert played.model_dump() == expected.model_dump()
+        with pytest.raises(ConnectionError), JudgegymEnv(base_url=url, token="wrong").sync() as env:
+            env.reset(seed=0)
+
+
+# -- sessions ------------------------------------------------------------------------------
+
+
+def test_http_session_lifecycle_and_errors(rag_server):
+    url, server = rag_server
+    with httpx.Client(base_url=url) as http:
+        assert http.get("/health").json() == {"status": "healthy"}
+        assert http.get("/metadata").json()["name"] == "RagSupport-v0"
+        assert set(http.get("/schema").json()) == {"action", "observation", "state"}
+        reply = http.post("/reset", json={"seed": 5})
+        assert reply.status_code == 200
+        sid = reply.json()["observation"]["session_id"]
+        assert reply.headers["x-session-id"] == sid and reply.json()["done"] is False
+        step = http.post("/step", json={"session_id": sid, "action": {"content": "No idea, sorry."}})
+        assert step.status_code == 200 and step.json()["done"] is True
+        assert http.get("/state", params={"session_id": sid}).json()["reward"] == step.json()["reward"]
+        again = http.post("/step", json={"session_id": sid, "action": {"content": "more"}})
+        assert again.status_code == 409 and "reset to start another" in again.json()["detail"]
+        unknown = http.post("/step", json={"session_id": "nope", "action": {"content": "hi"}})
+        assert unknown.status_code == 404 and "unknown session 'nope'" in unknown.json()["detail"]
+        for body, status, words in [
+            (b"{not json", 400, "not JSON"),
+            (b"[1, 2]", 422, "JSON object"),
+            (json.dumps({"session_id": sid, "action": "text"}).encode(), 422, "action"),
+            (json.dumps({"session_id": sid, "action": {"content": 5}}).encode(), 422, "action.content"),
+            (json.dumps({"session_id": sid, "action": {"text": "hi"}}).encode(), 422, "action.text"),
+        ]:
+            bad = http.post("/step", content=body, headers={"content-type": "application/json"})
+            assert bad.status_code == status and words in bad.json()["detail"], bad.json()
+        refused = http.post("/reset", json={"seed": 1, "env_args": {"scenarios": "/etc/passwd"}})
+        assert refused.status_code == 422 and "fixed by the server" in refused.json()["detail"]
+        bad_option = http.post("/reset", json={"seed": 1, "options": {"scenario_id": "no-such-scenario"}})
+        assert bad_option.status_code in (200, 422)
+        assert http.delete(f"/sessions/{sid}").status_code == 204
+        assert http.get("/state", params={"session_id": sid}).status_code == 404
+        assert http.get("/health").status_code == 200
+    assert sid not in server.sessions
+
+
+def test_capacity_and_token():
+    with served("RagSupport-v0", max_concurrent_envs=2, token="t0k") as (url, server):
+        auth = {"Authorization": "Bearer t0k"}
+        with httpx.Client(base_url=url) as http:
+            assert http.get("/health").status_code == 200  # liveness stays open
+            assert http.post("/reset", json={"seed": 0}).status_code == 401
+            assert http.post("/reset", json={"seed": 0}, headers={"Authorization": "Bearer nope"}).status_code == 401
+            ids = [http.post("/reset", json={"seed": i}, headers=auth).json()["observation"]["session_id"] for i in range(2)]
+            full = http.post("/reset", json={"seed": 2}, headers=auth)
+            assert full.status_code == 503 and "at capacity (2 of 2" in full.json()["detail"]
+            with connect(ws_url(url) + "/ws?token=t0k") as ws:
+                reply = json.loads(ws.recv())
+                assert reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
+            for sid in ids:
+                assert http.delete(f"/sessions/{sid}", headers=auth).status_code == 204
+            env = RemoteEnv(url, "RagSupport-v0", token="t0k")
+            env.reset(seed=0)
+            env.close()
+        with pytest.raises(InvalidHandshake), connect(ws_url(url) + "/ws") as ws:  # refused at the handshake
+            ws.send(json.dumps({"type": "reset"}))
+            ws.recv()
+        assert wait_until(lambda: not server.sessions)
+
+
+def test_websocket_errors_keep_the_session(rag_server):
+    url, server = rag_server
+    with connect(ws_url(url) + "/ws") as ws:
+
+        def ask(message: Any) -> dict[str, Any]:
+            ws.send(message if isinstance(message, str) else json.dumps(message))
+            return json.loads(ws.recv())
+
+        assert ask({"type": "step", "data": {"content": "hi"}})["data"]["message"] == "no episode in this session: reset first"
+        assert ask("{oops")["data"]["code"] == "INVALID_JSON"
+        assert ask({"type": "dance"})["data"]["code"] == "UNKNOWN_TYPE"
+        assert ask({"type": "reset", "data": {"seed": -1}})["data"]["code"] == "VALIDATION_ERROR"
+        assert ask({"type": "reset", "data": {"seed": 0, "colour": "red"}})["data"]["code"] == "VALIDATION_ERROR"
+        assert ask({"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+        assert "an action" in ask({"type": "step", "data": "text"})["data"]["message"]
+        assert ask({"type": "step", "data": {"content": "The answer."}})["data"]["done"] is True
+        assert ask({"type": "state"})["data"]["done"] is True
+    assert wait_until(lambda: not server.sessions)
+
+
+def test_disconnect_mid_episode_frees_the_session(rag_server):
+    url, server = rag_server
+    ws = connect(ws_url(url) + "/ws").__enter__()
+    ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+    ws.recv()
+    assert len(server.sessions) == 1
+    ws.close()  # no "close" message: the client just goes away
+    assert wait_until(lambda: not server.sessions)
+
+
+def test_idle_sessions_time_out():
+    with served("RagSupport-v0", session_timeout_s=0.4) as (url, server):
+        sid = httpx.post(f"{url}/reset", json={"seed": 0}).json()["observation"]["session_id"]
+        assert sid in server.sessions
+        assert wait_until(lambda: sid not in server.sessions, timeout=5)
+        reply = httpx.post(f"{url}/step", json={"session_id": sid, "action": {"content": "late"}})
+        assert reply.status_code == 404 and "timed out" in reply.json()["detail"]
+
+
+def test_churn_frees_every_env(rag_server):
+    """Sessions opened and closed over both transports leave no env behind."""
+    from judgegym.envs.rag import RagSupportEnv
+
+    url, server = rag_server
+    closed_before = server.closed_sessions
+    for i in range(40):
+        env = RemoteEnv(url, transport="ws" if i % 2 else "http")
+        env.reset(seed=i)
+        env.step("An answer.")
+        env.close()
+    assert wait_until(lambda: not server.sessions and server.closed_sessions - closed_before == 40)
+    gc.collect()
+    alive = [o for o in gc.get_objects() if type(o) is RagSupportEnv]
+    assert len(alive) <= 2, f"{len(alive)} envs still alive after churn"
+
+
+# -- groups ---------------------------------------------------------------------------------
+
+
+def test_group_members_judged_together_like_the_local_group_env():
+    """G members stepped concurrently (group_wait) get, on their last step, the rewards the
+    local group vector env gives the same actions; the judge runs once for the group."""
+    answers = ["Short.", "A somewhat longer answer.", "The longest answer of the three, by a clear margin."]
+    judge = LengthRank()
+    vector = gym.make_vec("RagSupport-v0", num_envs=3, judge=LengthRank())
+    vector.reset(seed=11)
+    _, local_rewards, *_ = vector.step(answers)
+
+    async def member(url: str, index: int) -> dict[str, Any]:
+        from websockets.asyncio.client import connect as aconnect
+
+        async with aconnect(ws_url(url) + "/ws") as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": 11, "group_id": "g-1", "group_size": 3, "group_wait": True}}))
+            json.loads(await ws.recv())
+            await asyncio.sleep(0.05 * index)
+            await ws.send(json.dumps({"type": "step", "data": {"content": answers[index]}}))
+            return json.loads(await ws.recv())["data"]
+
+    with served("RagSupport-v0", judge=judge) as (url, server):
+
+        async def main() -> list[dict[str, Any]]:
+            return await asyncio.gather(*(member(url, i) for i in range(3)))
+
+        replies = asyncio.run(main())
+        assert [r["reward"] for r in replies] == list(local_rewards)
+        assert len(judge.calls) == 1 and judge.calls[0] == answers
+        assert all(r["observation"]["info"]["components"]["rank"] == i for i, r in enumerate(replies))
+        status = httpx.get(f"{url}/groups/g-1").json()
+        assert status["judged"] and [m["result"]["reward"] for m in status["members"]] == list(local_rewards)
+
+
+def test_group_played_one_member_at_a_time():
+    """A client that steps members one after another (group_wait false): early finishers
+    get judge_pending, the last gets everyone's rewards; state and /groups show them."""
+    judge = LengthRank()
+    with served("RagSupport-v0", judge=judge) as (url, server):
+        members = [RemoteEnv(url) for _ in range(2)]
+        for env in members:
+            env.reset(seed=3, options={"group": {"id": "seq", "size": 2}})
+        _, reward, terminated, _, info = members[0].step("A long and careful answer.")
+        assert terminated and reward == 0.0 and info["judge_pending"] is True
+        _, reward, terminated, _, info = members[1].step("Short.")
+        assert reward == 0.0 and info["judge_score"].score == 0.0
+        assert [m["reward"] for m in info["group"]] == [1.0, 0.0]
+        assert members[0].state()["reward"] == 1.0
+        assert httpx.get(f"{url}/groups/seq").json()["members"][0]["result"]["reward"] == 1.0
+        for env in members:
+            env.close()
+        assert wait_until(lambda: not server.groups)
+        assert httpx.get(f"{url}/groups/seq").json()["judged"] is True  # still readable after the members left
+
+
+def test_group_failures_never_become_zero_rewards():
+    judge = LengthRank()
+    with served("RagSupport-v0", judge=judge) as (url, server):
+        first, second = RemoteEnv(url), RemoteEnv(url)
+        first.reset(seed=1, options={"group": {"id": "g", "size": 2}})
+        second.reset(seed=1, options={"group": {"id": "g", "size": 2}})
+        extra, a, b = RemoteEnv(url), RemoteEnv(url), RemoteEnv(url)
+        with pytest.raises(RemoteEnvError, match="full"):
+            extra.reset(seed=1, options={"group": {"id": "g", "size": 2}})
+        a.reset(seed=2, options={"group": {"id": "g2", "size": 2}})
+        with pytest.raises(RemoteEnvError, match="plays seed 2"):
+            b.reset(seed=3, options={"group": {"id": "g2", "size": 2}})
+        for env in (extra, a, b):
+            env.close()
+        _, _, _, _, info = first.step("Done.")
+        assert info["judge_pending"] is True
+        second.close()  # leaves before its episode ended
+        state = first.state()
+        assert state["judge_failed"] is True and state["reward"] is None
+        status = httpx.get(f"{url}/groups/g").json()
+        assert status["failed"] and "before its episode ended" in status["error"]
+        assert judge.calls == []
+        first.close()
+        with httpx.Client(base_url=url) as http:
+            refused = http.post("/reset", json={"seed": 0})
+            assert refused.status_code == 422 and "relative" in refused.json()["detail"]
+            assert http.post("/reset", json={"seed": 0, "group_id": "x"}).status_code == 422
