@@ -396,3 +396,85 @@ def test_group_failures_never_become_zero_rewards():
             refused = http.post("/reset", json={"seed": 0})
             assert refused.status_code == 422 and "relative" in refused.json()["detail"]
             assert http.post("/reset", json={"seed": 0, "group_id": "x"}).status_code == 422
+
+
+# -- the trainer and the command line on served envs ----------------------------------------
+
+
+def test_grpo_step_on_served_envs_equals_the_local_one(tmp_path, tiny_model, one_thread):
+    """A GRPO step (rollouts and held-out eval) with ``env_url`` plays the same episodes,
+    scored the same, as with envs in the process."""
+    from judgegym.trainers import GRPOConfig, GRPOTrainer
+
+    small = {"n_products": 20, "n_worlds": 1}
+    options = {
+        "model": tiny_model,
+        "scenarios_per_step": 2,
+        "group_size": 2,
+        "max_new_tokens": 8,
+        "max_turns": 2,
+        "max_steps": 1,
+        "eval_steps": 1,
+        "eval_episodes": 2,
+        "save_steps": 0,
+    }
+    local = GRPOTrainer(GRPOConfig(**options, env_kwargs=small, output_dir=str(tmp_path / "local")))
+    local_record = local.train()[-1]
+    with served("RagSupport-v0", env_args=small) as (url, server):
+        remote = GRPOTrainer(GRPOConfig(**options, env_url=url, output_dir=str(tmp_path / "remote")))
+        remote_record = remote.train()[-1]
+        remote.close()
+        assert wait_until(lambda: not server.sessions)
+    local.close()
+    mine = [e.trajectory.model_dump() for e in local.last_rollout]
+    theirs = [e.trajectory.model_dump() for e in remote.last_rollout]
+    assert theirs == mine
+    for key in ("reward", "eval/reward", "num_trained_tokens"):
+        assert remote_record[key] == pytest.approx(local_record[key]), key
+
+
+def test_cli_serve_and_eval_against_it(tmp_path):
+    """`judgegym serve` in its own process; `judgegym eval --env-url` plays on it and gets the
+    local run's table; a wrong env id is a clear error."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from judgegym.cli import app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "judgegym", "serve", "Summarize-v0", "--port", str(port), "--max-concurrent-envs", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_until(lambda: _healthy(url), timeout=60), server.stdout.read1().decode() if server.poll() is not None else "no /health"
+        runner = CliRunner()
+        common = ["eval", "--env", "Summarize-v0", "--agent", "oracle", "--episodes", "3", "--concurrency", "2"]
+        here = runner.invoke(app, [*common, "--out", str(tmp_path / "local.jsonl")])
+        there = runner.invoke(app, [*common, "--env-url", url, "--out", str(tmp_path / "remote.jsonl")])
+        assert here.exit_code == 0 and there.exit_code == 0, there.output
+        local_rewards = [json.loads(line)["reward"] for line in (tmp_path / "local.jsonl").read_text().splitlines()]
+        remote_rewards = [json.loads(line)["reward"] for line in (tmp_path / "remote.jsonl").read_text().splitlines()]
+        assert remote_rewards == local_rewards and len(local_rewards) == 3
+        wrong = runner.invoke(app, ["eval", "--env", "RagSupport-v0", "--agent", "oracle", "--env-url", url])
+        assert wrong.exit_code == 2 and "serves Summarize-v0, not RagSupport-v0" in wrong.output
+        assert httpx.get(f"{url}/sessions").json()["active_sessions"] == 0
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False

@@ -578,10 +578,12 @@ class GRPOTrainer:
 
     def close(self) -> None:
         """Release what the trainer holds outside this process: the backend's connections to
-        inference servers, and under torchrun the process group it joined."""
+        inference servers, served envs' sessions, and under torchrun the process group it joined."""
         close = getattr(self.backend, "close", None)
         if close is not None:
             close()
+        for env in self.envs:
+            env.close()
         self.ranks.close()
 
     def evaluate(self, on_episode: Callable[[Trajectory], None] | None = None) -> dict[str, float]:
