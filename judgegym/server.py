@@ -26,7 +26,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 
-from . import __version__
+import judgegym
+
 from .envs.remote import CLIENT_ENV_ARGS, TOKEN_HEADER, ActionData, ChatObservation, ResetData, StepBody, observation_reply
 from .judges.base import Judge, JudgeScore, record_score
 from .judges.specs import make_judge
@@ -537,7 +538,7 @@ def create_app(config: ServeConfig, *, judge: Judge | None = None) -> FastAPI:
                 await server.close_session(session, "closed by the server's shutdown")
             server.pool.shutdown(wait=False, cancel_futures=True)
 
-    app = FastAPI(title=f"judgegym: {server.env_id}", version=__version__, lifespan=lifespan)
+    app = FastAPI(title=f"judgegym: {server.env_id}", version=judgegym.__version__, lifespan=lifespan)
     app.state.server = server
 
     app.add_middleware(_Guard, token=config.token, max_body_bytes=config.max_body_bytes)
@@ -574,7 +575,7 @@ def create_app(config: ServeConfig, *, judge: Judge | None = None) -> FastAPI:
         return {
             "name": server.env_id,
             "description": server.description or f"judgegym {server.env_id}",
-            "version": __version__,
+            "version": judgegym.__version__,
             "author": "judgegym",
             "documentation_url": None,
             "readme_content": None,

@@ -478,3 +478,17 @@ def _healthy(url: str) -> bool:
         return httpx.get(f"{url}/health", timeout=1).status_code == 200
     except httpx.TransportError:
         return False
+
+
+def test_the_docs_examples_run():
+    """docs/plugins/openenv.md's Python blocks, run against a served RagSupport-v0."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "plugins" / "openenv.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    assert len(blocks) == 3
+    with served("RagSupport-v0") as (url, server):
+        for block in blocks:
+            exec(compile(block.replace("http://127.0.0.1:8000", url), "docs/plugins/openenv.md", "exec"), {"__name__": "__main__"})
+        assert wait_until(lambda: not server.sessions)

@@ -1,0 +1,248 @@
+"""Served env latency: N concurrent sessions x M steps against a ``judgegym serve`` process,
+over HTTP and over WebSocket, beside the same steps in process; and the server's memory
+through a churn of sessions.
+
+    python -m judgegym.benchmarks.serve_latency [--env RagSupport-v0] [--sessions 16] [--steps 50]
+
+The actions are the oracle baseline's, recorded once in process (its own time is excluded
+everywhere), then replayed by every session, so each transport plays the very same steps
+and every served reward is checked against the in-process one. A step's latency is the
+client's wall time from sending the action to having the decoded reply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import numpy as np
+
+import judgegym  # noqa: F401  (registers the envs)
+
+from ..agents import make_agent
+from ..envs.remote import wire_action, ws_url
+
+
+def _stats(seconds: list[float]) -> dict[str, float]:
+    ms = np.asarray(seconds) * 1e3
+    return {"p50_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)), "mean_ms": float(ms.mean()), "steps": len(ms)}
+
+
+def record_episodes(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], list[float]]:
+    """The oracle's episodes on seeds 0..n-1 (actions and final reward), and the in-process
+    latency of each of their steps."""
+    env = gym.make(env_id)
+    agent = make_agent("oracle", env_id)
+    scripts, latencies = [], []
+    for seed in range(episodes):
+        observation, info = env.reset(seed=seed)
+        actions, done, reward = [], False, 0.0
+        while not done:
+            action = asyncio.run(agent.act(observation, info))
+            start = time.perf_counter()
+            observation, reward, terminated, truncated, _ = env.step(action)
+            latencies.append(time.perf_counter() - start)
+            actions.append(wire_action(action))
+            done = terminated or truncated
+        scripts.append({"seed": seed, "actions": actions, "reward": float(reward)})
+    env.close()
+    return scripts, latencies
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+        self.mismatches = 0
+
+
+async def _http_session(client: httpx.AsyncClient, scripts: list[dict[str, Any]], steps: int, offset: int, tally: _Tally) -> None:
+    done, sid, index = 0, None, offset
+    while done < steps:
+        script = scripts[index % len(scripts)]
+        index += 1
+        reply = await client.post("/reset", json={"seed": script["seed"], "session_id": sid})
+        if reply.status_code != 200:
+            tally.errors.append(f"reset HTTP {reply.status_code}: {reply.text[:200]}")
+            return
+        sid = reply.json()["observation"]["session_id"]
+        for action in script["actions"]:
+            start = time.perf_counter()
+            reply = await client.post("/step", json={"session_id": sid, "action": action})
+            payload = reply.json()
+            tally.latencies.append(time.perf_counter() - start)
+            if reply.status_code != 200:
+                tally.errors.append(f"step HTTP {reply.status_code}: {payload}")
+                return
+            done += 1
+        tally.mismatches += payload["reward"] != script["reward"]
+    await client.delete(f"/sessions/{sid}")
+
+
+async def _ws_session(url: str, scripts: list[dict[str, Any]], steps: int, offset: int, tally: _Tally) -> None:
+    from websockets.asyncio.client import connect
+
+    async with connect(ws_url(url) + "/ws", max_size=None) as ws:
+        done, index = 0, offset
+        while done < steps:
+            script = scripts[index % len(scripts)]
+            index += 1
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": script["seed"]}}))
+            reply = json.loads(await ws.recv())
+            if reply["type"] != "observation":
+                tally.errors.append(f"reset: {reply}")
+                return
+            for action in script["actions"]:
+                start = time.perf_counter()
+                await ws.send(json.dumps({"type": "step", "data": action}))
+                reply = json.loads(await ws.recv())
+                tally.latencies.append(time.perf_counter() - start)
+                if reply["type"] != "observation":
+                    tally.errors.append(f"step: {reply['data']}")
+                    return
+                done += 1
+            tally.mismatches += reply["data"]["reward"] != script["reward"]
+        await ws.send(json.dumps({"type": "close"}))
+
+
+async def load(url: str, transport: str, scripts: list[dict[str, Any]], sessions: int, steps: int) -> dict[str, Any]:
+    """`sessions` concurrent sessions of `steps` steps each over `transport`."""
+    tally = _Tally()
+    start = time.perf_counter()
+    if transport == "http":
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=httpx.Limits(max_connections=sessions)) as client:
+            await asyncio.gather(*(_http_session(client, scripts, steps, i, tally) for i in range(sessions)))
+    else:
+        await asyncio.gather(*(_ws_session(url, scripts, steps, i, tally) for i in range(sessions)))
+    wall = time.perf_counter() - start
+    return {
+        **_stats(tally.latencies),
+        "steps_per_s": len(tally.latencies) / wall,
+        "errors": len(tally.errors),
+        "first_errors": tally.errors[:3],
+        "reward_mismatches": tally.mismatches,
+    }
+
+
+async def churn(url: str, sessions: int, concurrency: int) -> int:
+    """Open, reset, step once and drop `sessions` WebSocket sessions (half without a "close"
+    message, as a crashed client would); returns the errors."""
+    from websockets.asyncio.client import connect
+
+    errors = 0
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        nonlocal errors
+        async with gate:
+            try:
+                async with connect(ws_url(url) + "/ws") as ws:
+                    await ws.send(json.dumps({"type": "reset", "data": {"seed": i}}))
+                    await ws.recv()
+                    await ws.send(json.dumps({"type": "step", "data": {"content": "A short answer."}}))
+                    errors += json.loads(await ws.recv())["type"] != "observation"
+                    if i % 2:
+                        await ws.send(json.dumps({"type": "close"}))
+            except Exception:
+                errors += 1
+
+    await asyncio.gather(*(one(i) for i in range(sessions)))
+    return errors
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run(
+    env_id: str = "RagSupport-v0", sessions: int = 16, steps: int = 50, churn_sessions: int = 500, episodes: int = 40, workers: int | None = None
+) -> dict[str, Any]:
+    """The whole benchmark against a fresh server process; returns the figures."""
+    scripts, in_process = record_episodes(env_id, episodes)
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "judgegym", "serve", env_id, "--port", str(port), "--max-concurrent-envs", str(max(64, 2 * sessions))]
+        + (["--workers", str(workers)] if workers else []),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start: {server.stderr.read().decode()[-2000:] if server.stderr else ''}")
+            time.sleep(0.2)
+        # warm-up: every scenario's world built once (as in process), code paths loaded
+        asyncio.run(load(url, "ws", scripts, 1, sum(len(s["actions"]) for s in scripts)))
+        memory = {"warm": _rss_mb(server.pid)}
+        results: dict[str, Any] = {"in_process": _stats(in_process)}
+        for transport in ("http", "ws"):
+            results[transport] = asyncio.run(load(url, transport, scripts, sessions, steps))
+            results[transport]["p50_vs_in_process"] = results[transport]["p50_ms"] / results["in_process"]["p50_ms"]
+            memory[f"after_{transport}"] = _rss_mb(server.pid)
+        churn_errors = asyncio.run(churn(url, churn_sessions, sessions))
+        time.sleep(0.5)
+        memory["after_churn"] = _rss_mb(server.pid)
+        left = httpx.get(f"{url}/sessions").json()
+        churn_errors += asyncio.run(churn(url, churn_sessions, sessions))
+        time.sleep(0.5)
+        memory["after_second_churn"] = _rss_mb(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return {
+        "env_id": env_id,
+        "sessions": sessions,
+        "steps_per_session": steps,
+        "episodes_recorded": len(scripts),
+        "server_workers": workers,
+        "cpus": os.cpu_count(),
+        **results,
+        "churn": {"sessions": 2 * churn_sessions, "errors": churn_errors, "open_after": left["active_sessions"], "rss_mb": memory},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="RagSupport-v0")
+    parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions (N)")
+    parser.add_argument("--steps", type=int, default=50, help="steps per session (M)")
+    parser.add_argument("--churn", type=int, default=500, help="sessions opened and dropped, twice, for the memory check")
+    parser.add_argument("--workers", type=int, help="the server's env threads (default: judgegym serve's)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args(argv)
+    figures = run(args.env, args.sessions, args.steps, args.churn, workers=args.workers)
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(figures, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()
