@@ -706,6 +706,7 @@ def serve_command(
         ),
     ] = None,
     workers: Annotated[int, typer.Option(metavar="N", min=1, help="Threads stepping envs.")] = 8,
+    log_level: Annotated[str, typer.Option(metavar="LEVEL", help="uvicorn's log level: info logs every request and connection.")] = "info",
 ) -> None:
     """Serve ENV_ID: one env per session over WebSocket (/ws) or HTTP (/reset, /step, /state),
     group sessions for relative judges (docs/plugins/openenv.md)."""
@@ -728,7 +729,7 @@ def serve_command(
         raise _fail("; ".join(problems))
     console.print(f"serving {env} (judge: {judge}) on http://{host}:{port}  ws://{host}:{port}/ws", markup=False, highlight=False)
     try:
-        serve(config, host=host, port=port)
+        serve(config, host=host, port=port, log_level=log_level)
     except (ValueError, ImportError) as exc:
         raise _fail(str(exc)) from None
 

@@ -448,15 +448,16 @@ def test_cli_serve_and_eval_against_it(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    log = (tmp_path / "serve.log").open("wb")  # a file, not a pipe nobody reads
     server = subprocess.Popen(
         [sys.executable, "-m", "judgegym", "serve", "Summarize-v0", "--port", str(port), "--max-concurrent-envs", "4"],
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        assert wait_until(lambda: _healthy(url), timeout=60), server.stdout.read1().decode() if server.poll() is not None else "no /health"
+        assert wait_until(lambda: _healthy(url), timeout=60), (tmp_path / "serve.log").read_text()
         runner = CliRunner()
         common = ["eval", "--env", "Summarize-v0", "--agent", "oracle", "--episodes", "3", "--concurrency", "2"]
         here = runner.invoke(app, [*common, "--out", str(tmp_path / "local.jsonl")])
@@ -471,6 +472,7 @@ def test_cli_serve_and_eval_against_it(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=20)
+        log.close()
 
 
 def _healthy(url: str) -> bool:
@@ -492,3 +494,14 @@ def test_the_docs_examples_run():
         for block in blocks:
             exec(compile(block.replace("http://127.0.0.1:8000", url), "docs/plugins/openenv.md", "exec"), {"__name__": "__main__"})
         assert wait_until(lambda: not server.sessions)
+
+
+def test_latency_benchmark_runs_and_checks_rewards():
+    """The served-env benchmark end to end, tiny: a server process, both transports, churn."""
+    from judgegym.benchmarks.serve_latency import run
+
+    figures = run("Summarize-v0", sessions=2, steps=4, churn_sessions=4, episodes=2)
+    for transport in ("http", "ws"):
+        assert figures[transport]["errors"] == 0 and figures[transport]["reward_mismatches"] == 0
+        assert figures[transport]["steps"] >= 8 and figures[transport]["p50_ms"] > 0
+    assert figures["churn"]["errors"] == 0 and figures["churn"]["open_after"] == 0

@@ -8,6 +8,10 @@ The actions are the oracle baseline's, recorded once in process (its own time is
 everywhere), then replayed by every session, so each transport plays the very same steps
 and every served reward is checked against the in-process one. A step's latency is the
 client's wall time from sending the action to having the decoded reply.
+
+The peer, in the same run: the same env behind OpenEnv's own server (openenv-core's
+``HTTPEnvServer``, its WebSocket sessions; its HTTP routes keep no session), played by the
+same WebSocket clients (``--no-peer`` skips it; it needs ``judgegym[openenv]``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -37,14 +42,16 @@ def _stats(seconds: list[float]) -> dict[str, float]:
     return {"p50_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)), "mean_ms": float(ms.mean()), "steps": len(ms)}
 
 
-def record_episodes(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], list[float]]:
+def record_episodes(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], list[float], list[float]]:
     """The oracle's episodes on seeds 0..n-1 (actions and final reward), and the in-process
-    latency of each of their steps."""
+    latency of each of their steps and of each reset."""
     env = gym.make(env_id)
     agent = make_agent("oracle", env_id)
-    scripts, latencies = [], []
+    scripts, latencies, resets = [], [], []
     for seed in range(episodes):
+        start = time.perf_counter()
         observation, info = env.reset(seed=seed)
+        resets.append(time.perf_counter() - start)
         actions, done, reward = [], False, 0.0
         while not done:
             action = asyncio.run(agent.act(observation, info))
@@ -55,7 +62,7 @@ def record_episodes(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], l
             done = terminated or truncated
         scripts.append({"seed": seed, "actions": actions, "reward": float(reward)})
     env.close()
-    return scripts, latencies
+    return scripts, latencies, resets
 
 
 class _Tally:
@@ -159,6 +166,68 @@ async def churn(url: str, sessions: int, concurrency: int) -> int:
     return errors
 
 
+def openenv_peer_app(env_id: str, max_concurrent_envs: int) -> Any:
+    """The env behind openenv-core's `HTTPEnvServer` (WebSocket sessions), judged in `step`
+    as the local env is: the peer judgegym's server is measured against."""
+    from fastapi import FastAPI
+    from openenv.core.env_server.http_server import HTTPEnvServer
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import State
+
+    from ..envs.remote import ActionData, encode_info
+    from ..integrations.openenv import ChatObservation, ChatTurn
+
+    class Served(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.env, self.steps = gym.make(env_id), 0
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ChatObservation:
+            messages, info = self.env.reset(seed=seed)
+            self.steps = 0
+            return ChatObservation(messages=messages, info=encode_info(info))
+
+        def step(self, action: ChatTurn, timeout_s: float | None = None, **kwargs: Any) -> ChatObservation:
+            turn = ActionData.model_validate(action.model_dump(exclude={"metadata"}, exclude_none=True)).env_action()
+            messages, reward, terminated, truncated, info = self.env.step(turn)
+            self.steps += 1
+            done = terminated or truncated
+            return ChatObservation(
+                messages=messages, info=encode_info(info), terminated=terminated, truncated=truncated, reward=float(reward), done=done
+            )
+
+        @property
+        def state(self) -> State:
+            return State(step_count=self.steps)
+
+        def close(self) -> None:
+            self.env.close()
+
+    app = FastAPI()
+    HTTPEnvServer(
+        env=Served, action_cls=ChatTurn, observation_cls=ChatObservation, max_concurrent_envs=max_concurrent_envs
+    ).register_routes(app)
+    return app
+
+
+def _start(command: list[str], url: str, log: Any) -> subprocess.Popen:
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            log.seek(0)
+            raise RuntimeError(f"the server did not start: {log.read().decode()[-2000:]}")
+        time.sleep(0.2)
+
+
 def _rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -174,34 +243,28 @@ def _free_port() -> int:
 
 
 def run(
-    env_id: str = "RagSupport-v0", sessions: int = 16, steps: int = 50, churn_sessions: int = 500, episodes: int = 40, workers: int | None = None
+    env_id: str = "RagSupport-v0",
+    sessions: int = 16,
+    steps: int = 50,
+    churn_sessions: int = 500,
+    episodes: int = 16,
+    workers: int | None = None,
+    peer: bool = True,
 ) -> dict[str, Any]:
-    """The whole benchmark against a fresh server process; returns the figures."""
-    scripts, in_process = record_episodes(env_id, episodes)
+    """The whole benchmark against a fresh server process (and, with `peer`, OpenEnv's
+    server on the same env); returns the figures."""
+    scripts, in_process, in_process_resets = record_episodes(env_id, episodes)
     port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "judgegym", "serve", env_id, "--port", str(port), "--max-concurrent-envs", str(max(64, 2 * sessions))]
-        + (["--workers", str(workers)] if workers else []),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )
+    log = tempfile.TemporaryFile()  # never a pipe: a full pipe would stall the server's writes
+    command = [sys.executable, "-m", "judgegym", "serve", env_id, "--port", str(port), "--max-concurrent-envs", str(max(64, 2 * sessions))]
+    command += ["--log-level", "warning"] + (["--workers", str(workers)] if workers else [])
     url = f"http://127.0.0.1:{port}"
+    server = _start(command, url, log)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start: {server.stderr.read().decode()[-2000:] if server.stderr else ''}")
-            time.sleep(0.2)
         # warm-up: every scenario's world built once (as in process), code paths loaded
         asyncio.run(load(url, "ws", scripts, 1, sum(len(s["actions"]) for s in scripts)))
         memory = {"warm": _rss_mb(server.pid)}
-        results: dict[str, Any] = {"in_process": _stats(in_process)}
+        results: dict[str, Any] = {"in_process": _stats(in_process), "in_process_reset": _stats(in_process_resets)}
         for transport in ("http", "ws"):
             results[transport] = asyncio.run(load(url, transport, scripts, sessions, steps))
             results[transport]["p50_vs_in_process"] = results[transport]["p50_ms"] / results["in_process"]["p50_ms"]
@@ -216,6 +279,11 @@ def run(
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
+    if peer:
+        results["openenv_ws"] = peer_load(env_id, scripts, sessions, steps)
+        results["openenv_ws"]["p50_vs_in_process"] = results["openenv_ws"]["p50_ms"] / results["in_process"]["p50_ms"]
+        results["ws_p50_vs_openenv"] = results["ws"]["p50_ms"] / results["openenv_ws"]["p50_ms"]
     return {
         "env_id": env_id,
         "sessions": sessions,
@@ -228,16 +296,45 @@ def run(
     }
 
 
+def peer_load(env_id: str, scripts: list[dict[str, Any]], sessions: int, steps: int) -> dict[str, Any]:
+    """The WebSocket load against OpenEnv's server (a process of its own) on the same env."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tempfile.TemporaryFile()
+    command = [sys.executable, "-m", "judgegym.benchmarks.serve_latency", "--peer-server", "--env", env_id, "--port", str(port)]
+    server = _start(command, url, log)
+    try:
+        asyncio.run(load(url, "ws", scripts, 1, sum(len(s["actions"]) for s in scripts)))
+        figures = asyncio.run(load(url, "ws", scripts, sessions, steps))
+        figures["rss_mb"] = _rss_mb(server.pid)
+        return figures
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="RagSupport-v0")
     parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions (N)")
     parser.add_argument("--steps", type=int, default=50, help="steps per session (M)")
     parser.add_argument("--churn", type=int, default=500, help="sessions opened and dropped, twice, for the memory check")
+    parser.add_argument(
+        "--episodes", type=int, default=16, help="distinct scenarios (seeds 0..n-1); RagSupport-v0 keeps 16 worlds built, more rebuild them"
+    )
     parser.add_argument("--workers", type=int, help="the server's env threads (default: judgegym serve's)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--no-peer", action="store_true", help="skip OpenEnv's server")
+    parser.add_argument("--peer-server", action="store_true", help=argparse.SUPPRESS)  # run the peer server (internal)
+    parser.add_argument("--port", type=int, default=8000, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    figures = run(args.env, args.sessions, args.steps, args.churn, workers=args.workers)
+    if args.peer_server:
+        import uvicorn
+
+        uvicorn.run(openenv_peer_app(args.env, 64), host="127.0.0.1", port=args.port, log_level="warning")
+        return
+    figures = run(args.env, args.sessions, args.steps, args.churn, args.episodes, workers=args.workers, peer=not args.no_peer)
     print(json.dumps(figures, indent=2))
     if args.json:
         with open(args.json, "w") as out:

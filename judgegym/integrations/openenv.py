@@ -8,7 +8,7 @@ Needs ``pip install 'judgegym[openenv]'`` (openenv-core). See docs/plugins/opene
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 try:
@@ -27,6 +27,7 @@ class ChatTurn(Action):
     """An assistant turn: ``content`` alone is a text turn (``<tool_call>`` blocks inline),
     as ``env.step(text)``; with ``tool_calls`` an OpenAI assistant message."""
 
+    role: Literal["assistant"] = "assistant"
     content: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     reasoning_content: str | None = None
