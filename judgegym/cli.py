@@ -727,6 +727,12 @@ def serve_command(
     problems = config.problems()
     if problems:
         raise _fail("; ".join(problems))
+    from .judges.specs import make_judge
+
+    try:
+        make_judge(judge, env_id=env)  # a bad spec fails here, before the banner
+    except (ValueError, ImportError) as exc:
+        raise _fail(str(exc)) from None
     console.print(f"serving {env} (judge: {judge}) on http://{host}:{port}  ws://{host}:{port}/ws", markup=False, highlight=False)
     try:
         serve(config, host=host, port=port, log_level=log_level)
