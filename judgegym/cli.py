@@ -713,7 +713,6 @@ def serve_command(
     from .server import ServeConfig, serve
 
     env_kwargs = _parse_env_args(env_arg or [])
-    _check_env(env, env_kwargs)
     config = ServeConfig(
         env_id=env,
         judge=judge,
@@ -727,6 +726,7 @@ def serve_command(
     problems = config.problems()
     if problems:
         raise _fail("; ".join(problems))
+    _check_env(env, env_kwargs)
     from .judges.specs import make_judge
 
     try:

@@ -505,3 +505,17 @@ def test_latency_benchmark_runs_and_checks_rewards():
         assert figures[transport]["errors"] == 0 and figures[transport]["reward_mismatches"] == 0
         assert figures[transport]["steps"] >= 8 and figures[transport]["p50_ms"] > 0
     assert figures["churn"]["errors"] == 0 and figures["churn"]["open_after"] == 0
+
+
+def test_cli_serve_refuses_bad_arguments_before_listening():
+    from typer.testing import CliRunner
+
+    from judgegym.cli import app
+
+    runner = CliRunner()
+    unknown = runner.invoke(app, ["serve", "NoSuch-v0"])
+    assert unknown.exit_code == 2 and "unknown env 'NoSuch-v0'" in unknown.output
+    judge = runner.invoke(app, ["serve", "RagSupport-v0", "--judge", "ruler"])
+    assert judge.exit_code == 2 and "needs a model" in judge.output and "serving" not in judge.output
+    fixed = runner.invoke(app, ["serve", "RagSupport-v0", "--env-arg", "judge=learned"])
+    assert fixed.exit_code == 2 and "the server judges" in fixed.output
