@@ -633,9 +633,9 @@ def create_app(config: ServeConfig, *, judge: Judge | None = None) -> FastAPI:
 
     @app.get("/groups/{group_id}")
     async def group(group_id: str, wait: float = 0.0) -> dict[str, Any]:
-        if not 0 <= wait <= config.group_timeout_s:
-            raise ProtocolError(422, f"wait must be between 0 and {config.group_timeout_s:g} seconds")
-        return await server.group_status(group_id, wait)
+        if not wait >= 0:
+            raise ProtocolError(422, f"wait is a number of seconds >= 0, got {wait}")
+        return await server.group_status(group_id, min(wait, config.group_timeout_s))
 
     @app.websocket("/ws")
     async def websocket(ws: WebSocket) -> None:

@@ -348,6 +348,33 @@ def test_group_members_judged_together_like_the_local_group_env():
         assert status["judged"] and [m["result"]["reward"] for m in status["members"]] == list(local_rewards)
 
 
+def test_served_group_vector_env_matches_the_local_one():
+    """``gym.make_vec("judgegym/Remote-v0", num_envs=G)``: the local group env's semantics,
+    the server's judge scoring each group once, members finishing at different turns."""
+    search = '<tool_call>{"name": "search", "arguments": {"query": "returns"}}</tool_call>'
+    turns = [["Short.", None], [search, "A somewhat longer answer."], ["The longest answer of the three, by far.", None]]
+    local = gym.make_vec("RagSupport-v0", num_envs=3, judge=LengthRank())
+    judge = LengthRank()
+    with served("RagSupport-v0", judge=judge) as (url, server):
+        remote = gym.make_vec("judgegym/Remote-v0", num_envs=3, url=url, env_id="RagSupport-v0")
+        outcomes = []
+        for vector in (local, remote):
+            _, infos = vector.reset(seed=5)
+            assert len(set(infos["scenario_id"])) == 1
+            _, rewards, terminated, _, infos = vector.step([t[0] for t in turns])
+            assert not terminated.any() and list(infos["active"]) == [False, True, False]
+            _, rewards, terminated, _, infos = vector.step([t[1] for t in turns])
+            assert terminated.all()
+            outcomes.append((list(rewards), [t.model_dump(exclude={"info"}) for t in infos["trajectory"]], vector.unwrapped.group))
+        assert outcomes[1][0] == outcomes[0][0] == [0.0, 0.5, 1.0]
+        assert outcomes[1][1] == outcomes[0][1]
+        assert len(judge.calls) == 1 and not outcomes[1][2].failed
+        with pytest.raises(RuntimeError, match="call reset"):
+            remote.step(["x", "y", "z"])
+        remote.close()
+        assert wait_until(lambda: not server.sessions)
+
+
 def test_group_played_one_member_at_a_time():
     """A client that steps members one after another (group_wait false): early finishers
     get judge_pending, the last gets everyone's rewards; state and /groups show them."""

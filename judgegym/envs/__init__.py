@@ -37,7 +37,12 @@ def register_envs() -> None:
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry_point, vector_entry_point=GROUP_ENVIRONMENTS.get(env_id), disable_env_checker=False)
     if REMOTE_ENV not in gym.registry:
-        gym.register(id=REMOTE_ENV, entry_point="judgegym.envs.remote:RemoteEnv", disable_env_checker=False)
+        gym.register(
+            id=REMOTE_ENV,
+            entry_point="judgegym.envs.remote:RemoteEnv",
+            vector_entry_point="judgegym.envs.remote:RemoteGroupVectorEnv",
+            disable_env_checker=False,
+        )
 
 
 def make_env(env_id: str, env_url: str | None = None, **kwargs: Any) -> gym.Env:

@@ -83,17 +83,23 @@ class GroupVectorEnv(VectorEnv):
     ):
         if len(env_fns) < 1:
             raise ValueError("a group needs at least one member (num_envs >= 1)")
-        if on_judge_error not in ("raise", "mark_failed"):
-            raise ValueError(f"on_judge_error must be 'raise' or 'mark_failed', got {on_judge_error!r}")
-        self.envs: list[gym.Env] = [fn() for fn in env_fns]
-        for env in self.envs:
+        envs: list[gym.Env] = [fn() for fn in env_fns]
+        for env in envs:
             if not isinstance(env.unwrapped, ChatEnv):
                 raise TypeError(f"group members must be ChatEnv instances, got {type(env.unwrapped).__name__}")
             env.unwrapped.defer_judging = True
-        first: ChatEnv = self.envs[0].unwrapped  # type: ignore[assignment]
-        self.judge = judge if judge is not None else first.default_judge()
+        first: ChatEnv = envs[0].unwrapped  # type: ignore[assignment]
+        self._setup(envs, judge if judge is not None else first.default_judge(), on_judge_error)
+
+    def _setup(self, envs: list[gym.Env], judge: Judge | None, on_judge_error: JudgeErrorPolicy) -> None:
+        """The vector env's state around its G members (shared with the served group env)."""
+        if on_judge_error not in ("raise", "mark_failed"):
+            raise ValueError(f"on_judge_error must be 'raise' or 'mark_failed', got {on_judge_error!r}")
+        self.envs = envs
+        self.judge = judge
         self.on_judge_error = on_judge_error
         self.num_envs = len(self.envs)
+        first = self.envs[0]
         self.metadata = {**first.metadata, "autoreset_mode": AutoresetMode.DISABLED}
         self.render_mode = first.render_mode
         self.single_observation_space = first.observation_space

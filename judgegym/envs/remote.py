@@ -9,6 +9,7 @@ the env (and, by default, its judge) running on the server.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from typing import Any, Literal, SupportsFloat
 
@@ -18,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..judges.base import Judge, JudgeScore, record_score
 from ..spaces import ChatAction, Conversation
-from ..trajectory import Message, Trajectory
+from ..trajectory import Group, Message, Trajectory
 from .base import _render_message
+from .group import GroupVectorEnv
 
 CLIENT_ENV_ARGS = frozenset({"split", "max_turns", "max_tool_calls", "max_tool_output_chars", "defer_judging"})
 """The env arguments a client may set per session; the rest are fixed by the server
@@ -287,6 +289,15 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         and judgegym's scenario, reward and group fields)."""
         return self._request("state", None)
 
+    def group_status(self, group_id: str, wait_s: float = 0.0) -> dict[str, Any]:
+        """A server group's members and, once judged, their results (``GET /groups/{id}``),
+        waiting up to `wait_s` seconds for the judgement."""
+        try:
+            response = self._http.get(f"/groups/{group_id}", params={"wait": wait_s}, timeout=wait_s + self.timeout_s)
+        except httpx.TransportError as exc:
+            raise RemoteEnvError(f"group {group_id}: the server at {self.url} is unreachable ({type(exc).__name__}: {exc})") from None
+        return _json_or_raise(response)
+
     def render(self) -> str | None:
         """ "ansi": the conversation so far as text; otherwise None."""
         if self.render_mode == "ansi":
@@ -379,6 +390,74 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         return reply.get("data") or {}
 
 
+class RemoteGroupVectorEnv(GroupVectorEnv):
+    """G served members in one server-side group: `GroupVectorEnv`'s semantics (one shared
+    scenario per reset, parked finishers, every reward on the step the last member ends), with
+    the server's judge scoring the group once.
+
+    ``gym.make_vec("judgegym/Remote-v0", num_envs=G, url=..., env_id=...)`` returns one. Each
+    reset opens a fresh group on the server; when the last member ends, the group's results
+    (rewards, components, scored trajectories) come from ``GET /groups/{id}``. A failed group
+    (a judge error, a member lost) raises `RemoteEnvError` (``on_judge_error="raise"``) or
+    gives rewards 0.0 with ``judge_failed`` (``"mark_failed"``), as the local group env does.
+
+    Args:
+        url, env_id, **kwargs: what each `RemoteEnv` member gets (``transport``, ``token``,
+            the per-session env arguments); not ``judge``: the server judges.
+        num_envs: G.
+        wait_s: seconds to wait for the server's judgement of a finished group.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        env_id: str | None = None,
+        num_envs: int = 1,
+        *,
+        on_judge_error: Literal["raise", "mark_failed"] = "raise",
+        wait_s: float = 600.0,
+        **kwargs: Any,
+    ):
+        if num_envs < 1:
+            raise ValueError("a group needs at least one member (num_envs >= 1)")
+        if "judge" in kwargs:
+            raise ValueError("a served group is judged by the server (judgegym serve --judge); use GroupVectorEnv to judge here")
+        self._setup([RemoteEnv(url, env_id, **kwargs) for _ in range(num_envs)], None, on_judge_error)
+        self.wait_s = wait_s
+        self.group_id: str | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Open a fresh server group and reset every member into it (see `GroupVectorEnv.reset`)."""
+        self.group_id = secrets.token_hex(8)
+        return super().reset(seed=seed, options={**(options or {}), "group": {"id": self.group_id, "size": self.num_envs}})
+
+    def _finish_group(self) -> list[dict[str, Any]]:
+        assert self.group_id is not None
+        status = self.envs[0].unwrapped.group_status(self.group_id, wait_s=self.wait_s)
+        records = [dict(r) for r in self._finished if r is not None]
+        results = [decode_info(m.get("result") or {}) for m in status["members"]]
+        if not status["judged"] or len(results) != len(records):
+            error = status.get("error") or f"the server had not judged group {self.group_id} after {self.wait_s:g} s"
+            trajectories = [r["trajectory"] for r in records]
+            self.group = Group(scenario_id=trajectories[0].scenario_id, trajectories=trajectories, failed=True, error=error)
+            if self.on_judge_error == "raise":
+                raise RemoteEnvError(f"group {self.group_id} failed: {error}")
+            for record in records:
+                record.update(reward=0.0, judge_failed=True, judge_error=error)
+            return records
+        for record, result in zip(records, results, strict=True):
+            record.update(
+                trajectory=result["trajectory"],
+                reward=float(result["reward"]),
+                judge_failed=False,
+                judge_score=result["judge_score"],
+                components=dict(result.get("components") or {}),
+                explanation=result.get("explanation", ""),
+            )
+        self.group = Group(scenario_id=records[0]["trajectory"].scenario_id, trajectories=[r["trajectory"] for r in records])
+        return records
+
+
 def wire_action(action: Any) -> dict[str, Any]:
     """A local env action (text, an assistant message dict, or a `Message`) as wire data."""
     if isinstance(action, Message):
@@ -423,6 +502,7 @@ __all__ = [
     "ChatObservation",
     "RemoteEnv",
     "RemoteEnvError",
+    "RemoteGroupVectorEnv",
     "ResetData",
     "StepBody",
     "decode_info",
