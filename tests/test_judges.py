@@ -142,3 +142,31 @@ def test_weighted_sum_specs():
             make_judge(bad, env_id="RagSupport-v0")
     with pytest.raises(ValueError, match="weights must be >= 0"):
         make_judge("-1*verifier+grounding", env_id="RagSupport-v0")
+
+
+def test_make_judge_imports_a_judge_of_your_own(tmp_path):
+    """``pkg.module:NAME`` and ``file.py:NAME`` name a Judge, or a class or function making one;
+    anything else is a clear error naming the known specs."""
+    from judgegym.judges import make_judge
+    from judgegym.judges.grounding import GroundingJudge
+
+    assert isinstance(make_judge("judgegym.judges.grounding:GroundingJudge"), GroundingJudge)
+    source = tmp_path / "my_judge.py"
+    source.write_text(
+        "from judgegym.judges.base import JudgeScore, PointwiseJudge\n"
+        "class Constant(PointwiseJudge):\n"
+        "    async def score(self, trajectory):\n"
+        "        return JudgeScore(score=0.25)\n"
+        "JUDGE = Constant()\n"
+        "NOT_A_JUDGE = 3\n"
+    )
+    judge = make_judge(f"{source}:JUDGE")
+    assert judge.score_one_sync(Trajectory(scenario_id="s")).score == 0.25
+    with pytest.raises(ValueError, match="not a judgegym Judge"):
+        make_judge(f"{source}:NOT_A_JUDGE")
+    with pytest.raises(ValueError, match="has no 'missing'"):
+        make_judge(f"{source}:missing")
+    with pytest.raises(ValueError, match="nor an importable MODULE:NAME"):
+        make_judge("no_such_package_xyz:Judge")
+    with pytest.raises(ValueError, match="needs a model"):
+        make_judge("ruler")

@@ -33,8 +33,8 @@ from judgegym import Group, Trajectory
 from judgegym.agents import make_agent
 from judgegym.agents.base import Agent
 from judgegym.evaluation import play_episode
-from judgegym.integrations.verifiers import load_environment, resolve_judge, to_trajectory
-from judgegym.judges import Judge, JudgeScore
+from judgegym.integrations.verifiers import load_environment, to_trajectory
+from judgegym.judges import Judge, JudgeScore, make_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 NASTY = 'Grüße 🌍 — 日本語 \u2028\u2029 tab\t nul\x00 "quote" back\\slash \r\n {"json": [1]} <tool_call>{"name": "read"}</tool_call>'
@@ -163,7 +163,7 @@ def test_tasks_are_the_env_scenarios_by_seed(vf):
     with pytest.raises(ValueError, match="unknown judge 'nonsense'"):
         load_environment("RagSupport-v0", judge="nonsense")
     with pytest.raises(ValueError, match="no 'nothing'"):
-        resolve_judge(f"{__name__}:nothing")
+        make_judge(f"{__name__}:nothing")
 
 
 # -- pointwise judges: one reward per rollout -----------------------------------------------------

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
-import importlib.util
 import json
 import sys
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -41,7 +38,6 @@ REWARD = "judge"
 
 _TRAJECTORY_KEY = "judgegym_trajectory"  # trace.info: the env's own trajectory (JSON)
 _EXPLANATION_KEY = "judge_explanation"  # trace.info: the judge's explanation
-_JUDGE_KINDS = frozenset({"verifier", "grounding", "learned", "auto", "ruler", "rubric"})
 _CLASSES = (
     "JudgegymData",
     "JudgegymTaskConfig",
@@ -119,34 +115,6 @@ def to_trajectory(trace: vf.Trace) -> Trajectory:
     return trajectory
 
 
-def resolve_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge:
-    """The judge `spec` names: a `make_judge` spec, or an import path ``pkg.module:NAME`` /
-    ``path/to/file.py:NAME`` of a `Judge` instance, or of a class or function returning one."""
-    kind = spec.strip().partition(":")[0]
-    if "+" in spec or kind in _JUDGE_KINDS or ":" not in spec:
-        return make_judge(spec, env_id=env_id, **options)
-    module_name, _, name = spec.rpartition(":")
-    if module_name.endswith(".py"):
-        path = Path(module_name).resolve()
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"judge {spec!r}: cannot import {module_name}")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ValueError(f"judge {spec!r} is neither a judge spec nor an importable module:name ({exc})") from exc
-    target = getattr(module, name, None)
-    if target is None:
-        raise ValueError(f"judge {spec!r}: {module_name} has no {name!r}")
-    judge = target if isinstance(target, Judge) else target(**options) if callable(target) else target
-    if not isinstance(judge, Judge):
-        raise ValueError(f"judge {spec!r} gave a {type(judge).__name__}, not a judgegym Judge")
-    return judge
-
-
 # -- internals ----------------------------------------------------------------------------
 
 
@@ -176,7 +144,7 @@ def _register_taskset_id() -> None:
 @functools.lru_cache(maxsize=16)
 def _judge(spec: str, env_id: str, options: str) -> Judge:
     """One judge per (spec, env, options) per process: judges hold models and caches."""
-    return resolve_judge(spec, env_id=env_id, **json.loads(options))
+    return make_judge(spec, env_id=env_id, **json.loads(options))
 
 
 def _task_judge(task: Any) -> Judge:
@@ -232,7 +200,7 @@ def _classes() -> dict[str, type]:
         """How rollouts are judged (``--env.taskset.task.judge``)."""
 
         judge: str = "verifier"
-        """A judge spec (``verifier``, ``ruler:MODEL``, ...) or ``pkg.module:NAME`` (see `resolve_judge`)."""
+        """A judge spec (``verifier``, ``ruler:MODEL``, ``pkg.module:NAME``, ...: `judgegym.judges.make_judge`)."""
         judge_options: dict[str, Any] = Field(default_factory=dict)
         """Arguments for the judge's constructor (e.g. ``api_base``)."""
 
@@ -389,4 +357,4 @@ def _classes() -> dict[str, type]:
     return classes
 
 
-__all__ = ["REWARD", "TASKSET_ID", "load_environment", "resolve_judge", "to_trajectory", *_CLASSES]
+__all__ = ["REWARD", "TASKSET_ID", "load_environment", "to_trajectory", *_CLASSES]

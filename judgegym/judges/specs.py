@@ -18,12 +18,23 @@ import gymnasium as gym
 
 from .base import Judge, Verifier
 
-JUDGE_SPECS = ("verifier", "grounding", "learned", "auto", "ruler:MODEL", "rubric:MODEL", "W*SPEC+W*SPEC (weighted sum)")
+JUDGE_SPECS = (
+    "verifier",
+    "grounding",
+    "learned",
+    "auto",
+    "ruler:MODEL",
+    "rubric:MODEL",
+    "MODULE:NAME or FILE.py:NAME (your Judge)",
+    "W*SPEC+W*SPEC (weighted sum)",
+)
 
 
 def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge:
     """Build the judge named by `spec`; `options` go to the judge's constructor (e.g.
-    ``api_base``, ``rubric``). Raises ValueError naming the known specs otherwise."""
+    ``api_base``, ``rubric``). Besides the built-in specs, ``pkg.module:NAME`` or
+    ``path/to/file.py:NAME`` names a judge of your own (a `Judge`, or a class or function
+    returning one). Raises ValueError naming the known specs otherwise."""
     if "+" in spec:
         return _weighted_sum(spec, env_id=env_id, **options)
     kind, _, model = spec.strip().partition(":")
@@ -60,7 +71,43 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
         from .rubric import RubricJudge
 
         return RubricJudge(model, **options)
+    if model and kind not in _BUILT_IN:
+        return _imported_judge(spec, **options)
     raise ValueError(f"unknown judge {spec!r}; known judges: {', '.join(JUDGE_SPECS)}")
+
+
+_BUILT_IN = frozenset(spec.partition(":")[0] for spec in JUDGE_SPECS[:6])
+
+
+def _imported_judge(spec: str, **options: Any) -> Judge:
+    """``pkg.module:NAME`` or ``path/to/file.py:NAME``: a `Judge` instance there, or a class or
+    function that returns one (called with `options`)."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    module_name, _, name = spec.strip().rpartition(":")
+    if module_name.endswith(".py"):
+        path = Path(module_name).resolve()
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        if not path.is_file() or module_spec is None or module_spec.loader is None:
+            raise ValueError(f"judge {spec!r}: no Python file {module_name}")
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(
+                f"unknown judge {spec!r}: not one of {', '.join(JUDGE_SPECS)}, nor an importable MODULE:NAME ({exc})"
+            ) from None
+    target = getattr(module, name, None)
+    if target is None:
+        raise ValueError(f"judge {spec!r}: {module_name} has no {name!r}")
+    judge = target if isinstance(target, Judge) else target(**options) if callable(target) else target
+    if not isinstance(judge, Judge):
+        raise ValueError(f"judge {spec!r} gave a {type(judge).__name__}, not a judgegym Judge")
+    return judge
 
 
 def _weighted_sum(spec: str, *, env_id: str | None, **options: Any) -> Judge:
