@@ -707,6 +707,8 @@ def serve_command(
     ] = None,
     workers: Annotated[int, typer.Option(metavar="N", min=1, help="Threads stepping envs.")] = 8,
     log_level: Annotated[str, typer.Option(metavar="LEVEL", help="uvicorn's log level: info logs every request and connection.")] = "info",
+    ssl_certfile: Annotated[str | None, typer.Option(metavar="PEM", help="TLS certificate: serve https:// and wss://.")] = None,
+    ssl_keyfile: Annotated[str | None, typer.Option(metavar="PEM", help="The TLS certificate's private key.")] = None,
 ) -> None:
     """Serve ENV_ID: one env per session over WebSocket (/ws) or HTTP (/reset, /step, /state),
     group sessions for relative judges (docs/plugins/openenv.md)."""
@@ -722,6 +724,8 @@ def serve_command(
         group_timeout_s=group_timeout,
         token=token,
         workers=workers,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
     )
     problems = config.problems()
     if problems:
@@ -733,7 +737,12 @@ def serve_command(
         make_judge(judge, env_id=env)  # a bad spec fails here, before the banner
     except (ValueError, ImportError) as exc:
         raise _fail(str(exc)) from None
-    console.print(f"serving {env} (judge: {judge}) on http://{host}:{port}  ws://{host}:{port}/ws", markup=False, highlight=False)
+    scheme = "https" if ssl_certfile else "http"
+    console.print(
+        f"serving {env} (judge: {judge}) on {scheme}://{host}:{port}  {scheme.replace('http', 'ws')}://{host}:{port}/ws",
+        markup=False,
+        highlight=False,
+    )
     try:
         serve(config, host=host, port=port, log_level=log_level)
     except (ValueError, ImportError) as exc:

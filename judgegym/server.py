@@ -59,6 +59,11 @@ class ServeConfig:
     """Largest HTTP body or WebSocket message accepted."""
     workers: int = 8
     """Threads that run env steps (env code is synchronous; an LLM-simulated customer waits on I/O)."""
+    ssl_certfile: str | None = None
+    """TLS certificate (PEM): serve https:// and wss:// (with `ssl_keyfile`), so a token does not
+    cross the network in clear text."""
+    ssl_keyfile: str | None = None
+    """The certificate's private key (PEM)."""
 
     def problems(self) -> list[str]:
         """What is wrong with this configuration ([] if nothing)."""
@@ -69,6 +74,8 @@ class ServeConfig:
             problems.append("session_timeout_s and group_timeout_s must be > 0")
         if self.workers < 1:
             problems.append(f"workers must be >= 1, got {self.workers}")
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            problems.append("TLS needs both ssl_certfile and ssl_keyfile")
         fixed = sorted({"judge", "defer_judging", "render_mode"} & set(self.env_args))
         if fixed:
             problems.append(f"env_args may not set {fixed}: the server judges (use --judge)")
@@ -746,8 +753,19 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log
 
     if host not in LOOPBACK and config.token is None:
         log.warning("serving on %s without a token: anyone who can reach the port can play (and judge) episodes; pass --token", host)
+    elif host not in LOOPBACK and config.ssl_certfile is None:
+        log.warning("serving on %s without TLS: the token crosses the network in clear text; pass --ssl-certfile/--ssl-keyfile", host)
     app = create_app(config)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=config.max_body_bytes, timeout_graceful_shutdown=5)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        ws_max_size=config.max_body_bytes,
+        timeout_graceful_shutdown=5,
+        ssl_certfile=config.ssl_certfile,
+        ssl_keyfile=config.ssl_keyfile,
+    )
 
 
 __all__ = ["EnvServer", "ProtocolError", "ServeConfig", "create_app", "serve"]

@@ -16,10 +16,19 @@ from judgegym.server import EnvServer, ServeConfig, create_app
 
 @contextmanager
 def served(env_id: str = "RagSupport-v0", *, judge: Any = None, **config: Any) -> Iterator[tuple[str, EnvServer]]:
-    """(``http://127.0.0.1:PORT``, the app's `EnvServer`) while the server runs."""
+    """(``http://127.0.0.1:PORT``, or https with TLS, and the app's `EnvServer`) while the server runs."""
     app = create_app(ServeConfig(env_id=env_id, **config), judge=judge)
+    settings = app.state.server.config
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=app.state.server.config.max_body_bytes)
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            ws_max_size=settings.max_body_bytes,
+            ssl_certfile=settings.ssl_certfile,
+            ssl_keyfile=settings.ssl_keyfile,
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -30,7 +39,7 @@ def served(env_id: str = "RagSupport-v0", *, judge: Any = None, **config: Any) -
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}", app.state.server
+        yield f"{'https' if settings.ssl_certfile else 'http'}://127.0.0.1:{port}", app.state.server
     finally:
         server.should_exit = True
         thread.join(timeout=10)

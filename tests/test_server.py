@@ -546,3 +546,31 @@ def test_cli_serve_refuses_bad_arguments_before_listening():
     assert judge.exit_code == 2 and "needs a model" in judge.output and "serving" not in judge.output
     fixed = runner.invoke(app, ["serve", "RagSupport-v0", "--env-arg", "judge=learned"])
     assert fixed.exit_code == 2 and "the server judges" in fixed.output
+
+
+def test_tls_with_a_self_signed_certificate(tmp_path):
+    """--ssl-certfile/--ssl-keyfile: both transports over TLS with a token; a client that does
+    not trust the certificate is refused with a clear error."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    with served("Summarize-v0", token="t", ssl_certfile=str(cert), ssl_keyfile=str(key)) as (url, server):
+        assert url.startswith("https://")
+        oracle = make_agent("oracle", "Summarize-v0")
+        expected = _play(gym.make("Summarize-v0"), oracle, 1)
+        for transport in ("ws", "http"):
+            env = RemoteEnv(url, "Summarize-v0", transport=transport, token="t", verify=str(cert))
+            assert _play(env, oracle, 1).model_dump() == expected.model_dump()
+            env.close()
+        with pytest.raises(RemoteEnvError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+            RemoteEnv(url, connect_timeout_s=0.5)
+        assert wait_until(lambda: not server.sessions)

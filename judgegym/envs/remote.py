@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import time
 from typing import Any, Literal, SupportsFloat
 
@@ -173,6 +174,8 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
             local env; for groups use a `GroupVectorEnv` of local envs or the server's groups).
         timeout_s: seconds to wait for one reply.
         connect_timeout_s: seconds to keep trying to reach the server at construction.
+        verify: for an https:// server: check its certificate against the system's CAs
+            (True), a CA bundle or self-signed certificate (a PEM path), or not at all (False).
         **env_args: per-session env arguments (``split``, ``max_turns``, ``max_tool_calls``,
             ``max_tool_output_chars``, ``defer_judging``); the server fixes the others.
 
@@ -193,6 +196,7 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         judge: Judge | None = None,
         timeout_s: float = 120.0,
         connect_timeout_s: float = 10.0,
+        verify: bool | str = True,
         render_mode: str | None = None,
         **env_args: Any,
     ):
@@ -220,7 +224,8 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         self.env_args = {**env_args, **({"defer_judging": True} if judge is not None else {})}
         self.observation_space = Conversation()
         self.action_space = ChatAction()
-        self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=timeout_s)
+        self._ssl = _ssl_context(verify) if self.url.startswith("https://") else None
+        self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=timeout_s, verify=self._ssl or True)
         self.server = self._server_metadata(connect_timeout_s)
         self.env_id = self.server["name"]
         if env_id is not None and env_id.removeprefix("judgegym:") != self.env_id:
@@ -365,7 +370,11 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
                 try:
                     # entered like a context manager (closed in `close`): websockets' one way across versions
                     self._ws = connect(
-                        ws_url(self.url) + "/ws", additional_headers=self._headers, max_size=None, open_timeout=self.timeout_s
+                        ws_url(self.url) + "/ws",
+                        additional_headers=self._headers,
+                        max_size=None,
+                        open_timeout=self.timeout_s,
+                        ssl=self._ssl,
                     ).__enter__()
                 except (OSError, InvalidHandshake, TimeoutError) as exc:
                     raise RemoteEnvError(f"cannot open a session at {self.url}: {type(exc).__name__}: {exc}") from None
@@ -484,6 +493,15 @@ def ws_url(url: str) -> str:
     """``http://`` / ``https://`` -> ``ws://`` / ``wss://``."""
     url = http_url(url)
     return "ws://" + url[len("http://") :] if url.startswith("http://") else "wss://" + url[len("https://") :]
+
+
+def _ssl_context(verify: bool | str) -> ssl.SSLContext:
+    """The TLS context both transports use: system CAs, a PEM bundle, or no checks."""
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        return context
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
 
 
 def _json_or_raise(response: httpx.Response) -> dict[str, Any]:
