@@ -702,7 +702,9 @@ def serve_command(
     token: Annotated[
         str | None,
         typer.Option(
-            metavar="TOKEN", envvar="JUDGEGYM_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' (env: JUDGEGYM_SERVE_TOKEN)."
+            metavar="TOKEN",
+            envvar="JUDGEGYM_SERVE_TOKEN",
+            help="Require 'Authorization: Bearer TOKEN' (env: JUDGEGYM_SERVE_TOKEN, which --env-url clients send too).",
         ),
     ] = None,
     workers: Annotated[int, typer.Option(metavar="N", min=1, help="Threads stepping envs.")] = 8,

@@ -233,7 +233,7 @@ def test_http_session_lifecycle_and_errors(rag_server):
     assert sid not in server.sessions
 
 
-def test_capacity_and_token():
+def test_capacity_and_token(monkeypatch):
     with served("RagSupport-v0", max_concurrent_envs=2, token="t0k") as (url, server):
         auth = {"Authorization": "Bearer t0k"}
         with httpx.Client(base_url=url) as http:
@@ -249,6 +249,10 @@ def test_capacity_and_token():
             for sid in ids:
                 assert http.delete(f"/sessions/{sid}", headers=auth).status_code == 204
             env = RemoteEnv(url, "RagSupport-v0", token="t0k")
+            env.reset(seed=0)
+            env.close()
+            monkeypatch.setenv("JUDGEGYM_SERVE_TOKEN", "t0k")  # what --env-url clients send without token=
+            env = RemoteEnv(url, "RagSupport-v0", transport="http")
             env.reset(seed=0)
             env.close()
         with pytest.raises(InvalidHandshake), connect(ws_url(url) + "/ws") as ws:  # refused at the handshake

@@ -9,6 +9,7 @@ the env (and, by default, its judge) running on the server.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import ssl
 import time
@@ -31,6 +32,10 @@ at an LLM of the client's choosing."""
 
 TOKEN_HEADER = "Authorization"
 """Where a client puts the server's token: ``Authorization: Bearer TOKEN`` (or ``?token=``)."""
+
+TOKEN_ENV = "JUDGEGYM_SERVE_TOKEN"
+"""The environment variable the server reads its token from, and a `RemoteEnv` without a
+``token`` argument sends (so ``judgegym train --env-url`` reaches a guarded server)."""
 
 
 # -- the wire format --------------------------------------------------------------------
@@ -168,14 +173,16 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         url: the server, ``http://host:port`` (or ``ws://``; both transports use it).
         env_id: the env expected there (checked); None takes whatever the server serves.
         transport: "ws" (one WebSocket per env, the faster) or "http".
-        token: the server's token, if it was started with one.
+        token: the server's token, if it was started with one (default: the
+            ``JUDGEGYM_SERVE_TOKEN`` environment variable, if set).
         judge: a local judge instead of the server's: the server returns unscored
             trajectories and this judge scores them here (pointwise judges only, as for a
             local env; for groups use a `GroupVectorEnv` of local envs or the server's groups).
         timeout_s: seconds to wait for one reply.
         connect_timeout_s: seconds to keep trying to reach the server at construction.
         verify: for an https:// server: check its certificate against the system's CAs
-            (True), a CA bundle or self-signed certificate (a PEM path), or not at all (False).
+            (True; ``SSL_CERT_FILE`` adds yours), a CA bundle or self-signed certificate (a
+            PEM path), or not at all (False).
         **env_args: per-session env arguments (``split``, ``max_turns``, ``max_tool_calls``,
             ``max_tool_output_chars``, ``defer_judging``); the server fixes the others.
 
@@ -220,6 +227,7 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         self.judge = judge
         self.render_mode = render_mode
         self.timeout_s = timeout_s
+        token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         self._headers = {TOKEN_HEADER: f"Bearer {token}"} if token else {}
         self.env_args = {**env_args, **({"defer_judging": True} if judge is not None else {})}
         self.observation_space = Conversation()
