@@ -28,7 +28,16 @@ from pydantic import BaseModel, ValidationError
 
 import judgegym
 
-from .envs.remote import CLIENT_ENV_ARGS, TOKEN_HEADER, ActionData, ChatObservation, ResetData, StepBody, observation_reply
+from .envs.remote import (
+    CLIENT_ENV_ARGS,
+    TOKEN_HEADER,
+    ActionData,
+    ChatObservation,
+    ResetData,
+    SessionState,
+    StepBody,
+    observation_reply,
+)
 from .judges.base import Judge, JudgeScore, record_score
 from .judges.specs import make_judge
 from .trajectory import Group, Trajectory
@@ -157,28 +166,24 @@ class Session:
     closed: bool = False
 
     def state(self) -> dict[str, Any]:
-        """OpenEnv's State (``episode_id``, ``step_count``) plus judgegym's fields."""
-        state: dict[str, Any] = {
-            "episode_id": self.episode_id,
-            "step_count": self.turn,
-            "session_id": self.id,
-            "started": self.started,
-            "done": self.done,
-            "seed": self.seed,
-            "scenario_id": self.scenario_id,
-        }
-        if self.group is not None:
-            state.update(group_id=self.group.id, group_member=self.member)
-        if self.result is not None:
-            state.update(
-                reward=self.result.get("reward"),
-                components=self.result.get("components", {}),
-                judge_failed=self.result.get("judge_failed", False),
-            )
-            state["judge_pending"] = False
-        elif self.done:
-            state["judge_pending"] = True
-        return state
+        """OpenEnv's State (``episode_id``, ``step_count``) plus judgegym's fields (`SessionState`)."""
+        result = self.result or {}
+        return SessionState(
+            episode_id=self.episode_id,
+            step_count=self.turn,
+            session_id=self.id,
+            transport=self.transport,
+            started=self.started,
+            done=self.done,
+            seed=self.seed,
+            scenario_id=self.scenario_id,
+            group_id=self.group.id if self.group is not None else None,
+            group_member=self.member if self.group is not None else None,
+            reward=result.get("reward"),
+            components=result.get("components") or {},
+            judge_failed=bool(result.get("judge_failed", False)),
+            judge_pending=self.done and self.result is None,
+        ).model_dump()
 
 
 class EnvServer:
@@ -590,7 +595,11 @@ def create_app(config: ServeConfig, *, judge: Judge | None = None) -> FastAPI:
 
     @app.get("/schema")
     async def schema() -> dict[str, Any]:
-        return {"action": ActionData.model_json_schema(), "observation": ChatObservation.model_json_schema(), "state": _STATE_SCHEMA}
+        return {
+            "action": ActionData.model_json_schema(),
+            "observation": ChatObservation.model_json_schema(),
+            "state": SessionState.model_json_schema(),
+        }
 
     @app.get("/sessions")
     async def sessions() -> dict[str, Any]:
@@ -727,24 +736,6 @@ async def _ws_reply(server: EnvServer, session: Session, raw: str) -> str | None
 
 def _ws_error(exc: ProtocolError) -> str:
     return json.dumps({"type": "error", "data": {"message": exc.message, "code": exc.code, "status": exc.status}})
-
-
-_STATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "episode_id": {"type": ["string", "null"]},
-        "step_count": {"type": "integer", "minimum": 0},
-        "session_id": {"type": "string"},
-        "started": {"type": "boolean"},
-        "done": {"type": "boolean"},
-        "seed": {"type": ["integer", "null"]},
-        "scenario_id": {"type": ["string", "null"]},
-        "reward": {"type": ["number", "null"]},
-        "judge_pending": {"type": "boolean"},
-        "group_id": {"type": "string"},
-    },
-    "additionalProperties": True,
-}
 
 
 def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:

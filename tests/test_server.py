@@ -226,7 +226,8 @@ def test_http_session_lifecycle_and_errors(rag_server):
         refused = http.post("/reset", json={"seed": 1, "env_args": {"scenarios": "/etc/passwd"}})
         assert refused.status_code == 422 and "fixed by the server" in refused.json()["detail"]
         bad_option = http.post("/reset", json={"seed": 1, "options": {"scenario_id": "no-such-scenario"}})
-        assert bad_option.status_code in (200, 422)
+        assert bad_option.status_code == 422 and "reset refused by RagSupport-v0" in bad_option.json()["detail"]
+        assert len(server.sessions) == 1  # the session that reset opened was closed again
         assert http.delete(f"/sessions/{sid}").status_code == 204
         assert http.get("/state", params={"session_id": sid}).status_code == 404
         assert http.get("/health").status_code == 200

@@ -106,6 +106,28 @@ class ChatObservation(BaseModel):
     session_id: str
 
 
+class SessionState(BaseModel):
+    """A session's state (``state`` message, ``GET /state``): OpenEnv's State fields
+    (``episode_id``, ``step_count``) and judgegym's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_id: str | None = None
+    step_count: int = Field(0, ge=0, description="Assistant turns played in this episode.")
+    session_id: str
+    transport: Literal["ws", "http"]
+    started: bool = False
+    done: bool = False
+    seed: int | None = None
+    scenario_id: str | None = None
+    group_id: str | None = None
+    group_member: int | None = None
+    reward: float | None = Field(None, description="The judge's score once known (None before, and when the judge failed).")
+    components: dict[str, float] = Field(default_factory=dict)
+    judge_failed: bool = False
+    judge_pending: bool = Field(False, description="The episode ended and its group is not judged yet.")
+
+
 def observation_reply(
     messages: list[dict[str, Any]],
     info: dict[str, Any],
@@ -529,6 +551,7 @@ __all__ = [
     "RemoteEnv",
     "RemoteEnvError",
     "RemoteGroupVectorEnv",
+    "SessionState",
     "ResetData",
     "StepBody",
     "decode_info",
