@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import itertools
 import json
 import random
@@ -37,8 +36,8 @@ from ..envs.rag import baselines as rag_baselines
 from ..envs.summarize import baselines as summarize_baselines
 from ..envs.support import baselines as support_baselines
 from ..evaluation.runner import play_episode
-from ..judges.base import Judge
-from ..judges.learned import FEATURES, WEIGHTS_PATH, Head, LearnedJudge, family_of, features_matrix, load_heads
+from ..judges.base import Judge, JudgeScore
+from ..judges.learned import FAMILY_FEATURES, FEATURES, WEIGHTS_PATH, Head, LearnedJudge, family_of, features_matrix, load_heads
 from ..judges.specs import make_judge
 from ..trajectory import Group, Trajectory
 from .judge_bench import generate_groups, load_labelled_groups, score_labelled_groups, summarize_agreement
@@ -137,6 +136,35 @@ def _swap_people(answer: str, info: dict[str, Any], rng: random.Random) -> str:
     return _PERSON.sub(lambda m: rotated.get(m.group(), m.group()), answer)
 
 
+_HEDGES = ("I think ", "If I remember right, ", "I'm not completely sure, but ", "Probably: ")
+
+
+def _hedge(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """The answer, unsure of itself."""
+    text = answer.strip()
+    return f"{rng.choice(_HEDGES)}{text[:1].lower()}{text[1:]} Please double-check this, though."
+
+
+def _section_bodies(info: dict[str, Any]) -> list[str]:
+    """The text of every section read, in reading order, without its header line."""
+    return [
+        " ".join((m.get("content") or "").partition("\n\n")[2].split())
+        for m in info["_observation"]
+        if m["role"] == "tool" and m.get("name") == "read_section" and not (m.get("content") or "").startswith("Error")
+    ]
+
+
+def _first_section(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """The opening sentences of the first section read: a summary of one part of the document."""
+    bodies = _section_bodies(info)
+    return " ".join(_SENTENCE.split(bodies[0])[:3]) if bodies else answer
+
+
+def _paste(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """A one-line lead, then the first sections pasted as they are, far past the word limit."""
+    return "\n\n".join(["Here is a summary of the document.", *_section_bodies(info)[:4]])
+
+
 def _invent(answer: str, info: dict[str, Any], rng: random.Random) -> str:
     return (
         f"{answer} In addition, {rng.randint(12, 97)}% of the budget was moved to a new programme starting on "
@@ -212,7 +240,9 @@ class _SupportBreak(Agent):
     and ``escalate_anyway`` (once the order is looked up, refunds or escalates it whatever
     the request and the policy say), ``echo_system``, ``dump`` and ``huge`` (once the order is
     looked up: the policy, every tool result, or the required facts in 2,000 words, as every
-    reply)."""
+    reply), ``cautious`` (identifies and looks up, then declines to act), ``wrong_order``
+    (refunds or cancels another order of the customer instead) and ``extra_change`` (and
+    another order too)."""
 
     def __init__(self, mode: str):
         self.mode, self.name = mode, mode
@@ -255,6 +285,10 @@ class _SupportBreak(Agent):
             return support_baselines._tool_call(
                 "refund_order", {"order_id": json.loads(call["function"]["arguments"])["order_id"]}, call["id"]
             )
+        if self.mode == "cautious" and write:
+            return "I've looked at your order. I'm not able to make this change from here, I'm afraid. Is there anything else I can help with?"
+        if self.mode in ("wrong_order", "extra_change"):
+            return self._other_order(observation, action, call if write else None, task)
         if self.mode == "untold" and isinstance(action, str) and not action.rstrip().endswith("?"):
             return "That's all sorted for you now. Is there anything else I can help with?"
         if self.mode == "unconfirmed" and isinstance(action, str) and action.endswith(support_baselines.CONFIRM):
@@ -263,6 +297,27 @@ class _SupportBreak(Agent):
             ]
             if pending:
                 return support_baselines._tool_call(pending[0]["name"], pending[0]["arguments"], f"call_u{len(made)}")
+        return action
+
+    def _other_order(self, observation: list[dict[str, Any]], action: Action, call: dict[str, Any] | None, task: dict[str, Any]) -> Action:
+        """``wrong_order``: the refund or cancellation made on another order of the customer
+        instead; ``extra_change``: made on another order too, after the right one."""
+        gold = [a for a in task["gold_actions"] if a["name"] in ("refund_order", "cancel_order")]
+        made = [c for m in observation if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        if not gold or not (call is not None if self.mode == "wrong_order" else isinstance(action, str) and "get_order" in json.dumps(made)):
+            return action
+        if not any(c["function"]["name"] == "list_orders" for c in made):
+            return support_baselines._tool_call("list_orders", {"email": task["facts"]["email"]}, f"call_l{len(made)}")
+        listing = next((m.get("content") or "" for m in observation if m["role"] == "tool" and m.get("name") == "list_orders"), "")
+        others = [o for o in re.findall(r'"order_id": "([^"]+)"', listing) if o != gold[0]["arguments"]["order_id"]]
+        done = [c for c in made if c["function"]["name"] == gold[0]["name"] and others and others[0] in c["function"]["arguments"]]
+        if not others:
+            return action
+        if not done:
+            return support_baselines._tool_call(gold[0]["name"], {**gold[0]["arguments"], "order_id": others[0]}, f"call_w{len(made)}")
+        if self.mode == "wrong_order":
+            verb = "refunded" if gold[0]["name"] == "refund_order" else "cancelled"
+            return f"Done: I have {verb} order {others[0]} for you. Anything else?"
         return action
 
     def _anyway(self, observation: list[dict[str, Any]], action: Action, order_id: str) -> Action:
@@ -292,6 +347,9 @@ def _agents(family: str) -> list[Agent]:
             _Rewrite(oracle(), "fake_citation", _fake_citation),
             _Rewrite(oracle(), "abstain", _abstain),
             _Rewrite(oracle(), "wrong_figures", _shift_figures),
+            _Rewrite(oracle(), "swapped_figures", _swap_figures),
+            _Rewrite(oracle(), "half", _half),
+            _Rewrite(oracle(), "hedged", _hedge),
             *(_Rewrite(oracle(), name, rewrite) for name, rewrite in _GAMING.items()),
             _Inject(rag_baselines.SearchQuoteAgent()),
         ]
@@ -304,6 +362,7 @@ def _agents(family: str) -> list[Agent]:
                 _SupportBreak(mode)
                 for mode in (
                     *("hasty", "claim", "wrong_action", "untold", "unconfirmed", "refund_anyway", "escalate_anyway"),
+                    *("cautious", "wrong_order", "extra_change"),
                     *("echo_system", "dump", "huge"),
                 )
             ),
@@ -319,6 +378,8 @@ def _agents(family: str) -> list[Agent]:
         _Rewrite(oracle(), "misattributed_people", _swap_people),
         _Rewrite(oracle(), "invented", _invent),
         _Rewrite(oracle(), "headings", _headings),
+        _Rewrite(oracle(), "first_section", _first_section),
+        _Rewrite(oracle(), "paste", _paste),
         *(_Rewrite(oracle(), name, rewrite) for name, rewrite in _GAMING.items()),
         _Inject(_Rewrite(oracle(), "half", _half)),
     ]
@@ -329,29 +390,55 @@ def _agents(family: str) -> list[Agent]:
 
 def episode_groups(family: str, scenarios: int, *, split: str = "train", seed: int = 0) -> list[Group]:
     """One group per scenario seed ``seed .. seed + scenarios - 1``: every agent of the
-    family played once, ``info["teacher"]`` set to the verifier's score (-0.1, below the
-    floor, for a reply that addresses the grader: the verifier ignores such notes, a judge
-    must punish them)."""
+    family played once, ``info["teacher"]`` set to the teacher's score (`_teacher`)."""
+    played = [agent_episodes(family, agent, scenarios, split=split, seed=seed) for agent in _agents(family)]
+    return [Group(scenario_id=episodes[0].scenario_id, trajectories=list(episodes)) for episodes in zip(*played, strict=True)]
+
+
+def agent_episodes(family: str, agent: Agent, scenarios: int, *, split: str = "train", seed: int = 0) -> list[Trajectory]:
+    """`agent`'s episodes of scenario seeds ``seed .. seed + scenarios - 1``, each with
+    ``info["label"]`` (the agent's name) and ``info["teacher"]``."""
     env = gym.make(ENVS[family], split=split)
-    groups = []
+    episodes = []
     try:
         for scenario_seed in range(seed, seed + scenarios):
-            trajectories = []
-            for agent in _agents(family):
-                trajectory = asyncio.run(play_episode(env, agent, scenario_seed))
-                trajectory.info["teacher"] = _teacher(agent.name, float(trajectory.reward or 0.0))
-                trajectory.info["label"] = agent.name
-                trajectories.append(trajectory)
-            groups.append(Group(scenario_id=trajectories[0].scenario_id, trajectories=trajectories))
+            trajectory = asyncio.run(play_episode(env, agent, scenario_seed))
+            trajectory.info["label"] = agent.name
+            trajectory.info["teacher"] = _teacher(agent.name, trajectory)
+            episodes.append(trajectory)
     finally:
         env.close()
-    return groups
+    return episodes
 
 
-def _teacher(label: str, verified: float) -> float:
-    """The verifier's score; a reply that addresses the grader goes below the floor instead
-    (verifiers ignore such notes, a judge must punish them)."""
-    return -0.1 if label == _INJECTED else verified
+def _teacher(label: str, trajectory: Trajectory) -> float:
+    """The teacher's score of an episode: the verifier's, with three rules a verifier does not
+    know and a careful reviewer applies:
+
+    - a reply that addresses the grader goes below everything (-0.1): verifiers ignore such
+      notes, a judge must punish them;
+    - in CustomerSupport, harm is worse than inaction (-0.05): an episode with a policy
+      violation, a false claim or a change the task did not call for ranks below one that
+      did nothing, although the verifier gives both 0. Among the harmless episodes it
+      scores 0, doing part of the job ranks higher: identifying the customer, telling the
+      required facts, the right end state (up to 0.4);
+    - in RagSupport, a hedged answer is worth at most half a confident one (``hedged``).
+    """
+    if label == _INJECTED:
+        return -0.1
+    verified = float(trajectory.reward or 0.0)
+    m = trajectory.metrics
+    if "db_match" in m:  # CustomerSupport
+        task, database = trajectory.info.get("task", {}), trajectory.info.get("database", {})
+        expected, actual = task.get("expected_diff", {}), database.get("diff", {})
+        wrong_change = any(change != expected.get(table, {}).get(key) for table, rows in actual.items() for key, change in rows.items())
+        if m.get("policy_violations", 0) or m.get("false_claims", 0) or wrong_change:
+            return -0.05
+        if verified <= 0:
+            return 0.1 * m.get("identified", 0.0) + 0.1 * m.get("info", 0.0) + 0.2 * m.get("db_match", 0.0)
+    if label == "hedged":
+        return min(verified, 0.5)
+    return verified
 
 
 def perturbation_groups(n: int, *, seed: int = 0) -> list[Group]:
@@ -395,10 +482,11 @@ class Dataset:
     group: np.ndarray  # the group of each row
 
 
-def dataset(groups: Sequence[Group]) -> Dataset:
-    """Features of every trajectory (one embedding pass) and the pairs the teacher orders."""
+def dataset(groups: Sequence[Group], groundings: Sequence[JudgeScore] | None = None) -> Dataset:
+    """Features of every trajectory and the pairs the teacher orders. `groundings`, one per
+    trajectory in order, are GroundingJudge's scores (one embedding pass when omitted)."""
     trajectories = [t for g in groups for t in g.trajectories]
-    x = features_matrix(trajectories)
+    x = features_matrix(trajectories, groundings)
     y = np.clip(np.array([t.info["teacher"] for t in trajectories]), 0.0, 1.0)
     pairs, weights, ties, rows, start = [], [], [], [], 0
     for index, group in enumerate(groups):
@@ -426,10 +514,44 @@ def dataset(groups: Sequence[Group]) -> Dataset:
     )
 
 
-def fit_head(data: Dataset, *, l2: float = 0.01, calibration: float = 0.2, tie: float = 0.0) -> Head:
+SIGNS: dict[str, int] = {
+    **dict.fromkeys(
+        (
+            "answered", "entity_seen_share", "entity_context", "entity_context_min", "abstained_x_unseen",
+            "abstained_x_escalation", "support", "coverage", "grounding", "cited_seen_share", "cited_read_share",
+            "identified", "outcome_told", "read_share", "sections_covered",
+        ),
+        1,
+    ),
+    **dict.fromkeys(
+        (
+            "over_limit", "copied_instructions", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
+            "format_errors", "truncated", "refused_calls", "write_before_identified", "write_unmentioned_order",
+            "unconfirmed_writes", "false_claims", "outside_window", "dispute_refunded", "needless_escalation", "title_share",
+        ),
+        -1,
+    ),
+}  # fmt: skip
+"""The direction each feature may push a score (1: only up, -1: only down; the rest are
+free): what a careful reviewer knows before seeing any data. The fit keeps every weight on
+its side, so a correlation that holds only in the generated data (an agent that cites also
+happens to be verbose) cannot turn a sign of quality into a penalty."""
+
+
+def fit_head(
+    data: Dataset,
+    *,
+    l2: float = 0.01,
+    calibration: float = 0.2,
+    tie: float = 0.0,
+    signs: bool = True,
+    features: Sequence[str] = FEATURES,
+) -> Head:
     """The head minimising the weighted pairwise logistic loss, plus `calibration` times the
     cross-entropy of its score against the teacher, plus `tie` times the squared logit gap of
-    each tie (both per pair), plus `l2` times the squared weights. Every group weighs the
+    each tie (both per pair), plus `l2` times the squared weights, with each weight kept on
+    its side of `SIGNS` (unless `signs` is false) and the weights of features not in
+    `features` at 0. Every group weighs the
     same: its pairs' weights are scaled to one group's share, so a group of 14 agents (91
     pairs) counts no more than a perturbation group of 8 (28 pairs)."""
     mean = data.x.mean(axis=0)
@@ -460,9 +582,62 @@ def fit_head(data: Dataset, *, l2: float = 0.01, calibration: float = 0.2, tie: 
         grad = np.concatenate([z.T @ grad_s + 2 * l2 * w, [grad_s.sum()]])
         return value, grad
 
-    result = minimize(loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B", options={"maxiter": 2000})
+    bounds = [
+        (0.0, 0.0)
+        if name not in features
+        else (0.0, None)
+        if SIGNS.get(name, 0) > 0 and signs
+        else (None, 0.0)
+        if SIGNS.get(name, 0) < 0 and signs
+        else (None, None)
+        for name in FEATURES
+    ]
+    result = minimize(
+        loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B", bounds=[*bounds, (None, None)], options={"maxiter": 2000}
+    )
     weights = np.where(data.x.std(axis=0) < 1e-6, 0.0, result.x[:-1])
     return Head(mean=tuple(map(float, mean)), scale=tuple(map(float, scale)), weights=tuple(map(float, weights)), bias=float(result.x[-1]))
+
+
+def training_groups(
+    family: str, scenarios: int, *, perturbation: int = 0, seed: int = 0, cache: str | Path | None = None
+) -> tuple[list[Group], list[JudgeScore]]:
+    """A family's train-split groups (`episode_groups`, plus `perturbation` judge-bench
+    groups) and GroundingJudge's score of each of their trajectories, in order. With `cache`
+    (a folder), each agent's episodes and their grounding scores are read from, or written
+    to, ``{family}-{agent}-{settings}.jsonl`` there, so adding an agent plays only that one."""
+    parts = [(agent.name, lambda agent=agent: agent_episodes(family, agent, scenarios, seed=seed)) for agent in _agents(family)]
+    if perturbation:
+        parts.append(("judge-bench", lambda: [t for g in perturbation_groups(perturbation, seed=seed) for t in g.trajectories]))
+    played: list[tuple[str, list[Trajectory], list[JudgeScore]]] = []
+    for name, play in parts:
+        stored = Path(cache) / f"{family}-{name}-{scenarios if name != 'judge-bench' else perturbation}-{seed}-v4.jsonl" if cache else None
+        if stored is not None and stored.is_file():
+            records = [json.loads(line) for line in stored.read_text().splitlines() if line]
+            episodes = [Trajectory.model_validate(r["trajectory"]) for r in records]
+            groundings = [JudgeScore.model_validate(r["grounding"]) for r in records]
+            for episode in episodes:  # the teacher may have changed since the episodes were played
+                if name != "judge-bench":
+                    episode.info["teacher"] = _teacher(name, episode)
+        else:
+            from ..judges.grounding import GroundingJudge
+
+            episodes = play()
+            groundings = GroundingJudge().score_many(episodes)
+            if stored is not None:
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                lines = (json.dumps({"trajectory": t.model_dump(mode="json"), "grounding": g.model_dump()}) for t, g in zip(episodes, groundings, strict=True))
+                stored.write_text("\n".join(lines) + "\n")
+        played.append((name, episodes, groundings))
+    agents = [(e, g) for name, e, g in played if name != "judge-bench"]
+    groups = [Group(scenario_id=column[0].scenario_id, trajectories=list(column)) for column in zip(*(e for e, _ in agents), strict=True)]
+    scores = [score for column in zip(*(g for _, g in agents), strict=True) for score in column]
+    for name, episodes, groundings in played:
+        if name == "judge-bench":  # consecutive episodes of one scenario are one group
+            for scenario_id, members in itertools.groupby(episodes, key=lambda t: t.scenario_id):
+                groups.append(Group(scenario_id=scenario_id, trajectories=list(members)))
+            scores += groundings
+    return groups, scores
 
 
 def train(
@@ -478,26 +653,14 @@ def train(
 ) -> tuple[dict[str, Head], dict[str, Any]]:
     """Build the train-split groups of every family and fit the heads (and the generic one
     on all of them). Returns the heads and a summary (groups, pairs, train pairwise accuracy).
-    With `cache` (a folder), each family's features and pairs are kept there as ``.npz``,
-    keyed by the data settings and the feature names, so refitting is instant."""
+    With `cache` (a folder), each family's played groups and their grounding scores (the
+    slow part: the episodes and the embeddings) are kept there, keyed by the data settings,
+    so a refit, or a change to the features, takes seconds."""
     datasets: dict[str, Dataset] = {}
     for family in ENVS:
         started = time.perf_counter()
-        features = hashlib.sha256(" ".join(FEATURES).encode()).hexdigest()[:8]
-        key = f"{family}-{scenarios}-{perturbation if family == 'rag' else 0}-{seed}-{features}-v2"
-        stored = Path(cache) / f"{key}.npz" if cache else None
-        if stored is not None and stored.is_file():
-            with np.load(stored) as arrays:
-                datasets[family] = Dataset(**{name: arrays[name] for name in ("x", "y", "pairs", "weights", "ties", "group")})
-            log(f"{family}: {len(datasets[family].pairs)} pairs from {stored}")
-            continue
-        groups = episode_groups(family, scenarios, seed=seed)
-        if family == "rag" and perturbation:
-            groups += perturbation_groups(perturbation, seed=seed)
-        datasets[family] = dataset(groups)
-        if stored is not None:
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(stored, **vars(datasets[family]))
+        groups, groundings = training_groups(family, scenarios, perturbation=perturbation if family == "rag" else 0, seed=seed, cache=cache)
+        datasets[family] = dataset(groups, groundings)
         log(f"{family}: {len(groups)} groups, {len(datasets[family].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
     offsets = np.cumsum([0, *(len(d.x) for d in datasets.values())])
     pooled = Dataset(
@@ -513,7 +676,7 @@ def train(
             ]
         ),
     )
-    heads = {family: fit_head(d, l2=l2, calibration=calibration, tie=tie) for family, d in datasets.items()}
+    heads = {family: fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family]) for family, d in datasets.items()}
     heads["generic"] = fit_head(pooled, l2=l2, calibration=calibration, tie=tie)
     summary = {
         family: {"pairs": len(d.pairs), "ties": len(d.ties), "train_pairwise": _pairwise(heads[family], d)}
@@ -676,4 +839,5 @@ __all__ = [
     "perturbation_groups",
     "save_heads",
     "train",
+    "training_groups",
 ]

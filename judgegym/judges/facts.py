@@ -32,9 +32,9 @@ _SPACE = re.compile(r"\s+")
 # Phrases an answer uses to say the sources lack the answer, or to offer a human.
 ABSTENTION = re.compile(
     r"\b(?:i (?:do not|don't|cannot|can't|could not|couldn't|was unable to|am unable to|wasn't able to) "
-    r"(?:find|know|locate|see|answer|confirm|determine)"
-    r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine)"
-    r"|(?:no|not any|isn't any|is no) (?:information|mention|details?|documentation|article)"
+    r"(?:find|know|locate|see|answer|confirm|determine|give you (?:a|an|any) (?:reliable |exact |accurate )?(?:answer|estimate|figure))"
+    r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine|say|tell)"
+    r"|(?:no|not any|isn't any|is no) (?:\w+ )?(?:information|mention|details?|documentation|article|page|entry)"
     # "it does not cover accidental damage" is an answer, not an abstention: only the sources lack things
     r"|(?:knowledge base|documentation|docs|articles?|help cent(?:er|re)|context|sources?|results?) "
     r"(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"

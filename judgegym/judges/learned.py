@@ -23,7 +23,7 @@ import numpy as np
 
 from ..trajectory import Trajectory
 from .base import BatchJudge, JudgeScore
-from .facts import ABSTENTION, FORMAT_ERROR_PREFIX, canonical_number, extract_entities, seen_text, strip_copied
+from .facts import ABSTENTION, ESCALATION, FORMAT_ERROR_PREFIX, canonical_number, extract_entities, seen_text, strip_copied
 
 WEIGHTS_PATH = Path(__file__).with_name("learned_weights.json")
 """The shipped weights, written by ``python -m judgegym.benchmarks.learned_judge train``."""
@@ -48,6 +48,7 @@ FEATURES = (
     "abstained_x_match",
     "question_names_seen",
     "abstained_x_unseen",
+    "abstained_x_escalation",
     "figures_x_unseen",
     # embeddings (GroundingJudge's components)
     "support",
@@ -83,12 +84,31 @@ FEATURES = (
     "outcome_told",
     "outside_window",
     "dispute_refunded",
+    "needless_escalation",
     "assistant_turns",
     # documents read in sections
     "read_share",
     "title_share",
+    "sections_covered",
 )
 """The feature names, in the order of the weight vectors."""
+
+_ONLY = {
+    "rag": ("citations", "cited_seen_share", "cited_read_share", "searched", "reads"),
+    "support": (
+        "identified", "asked_identity", "refused_calls", "writes_ok", "writes_failed", "write_before_identified",
+        "write_unmentioned_order", "unconfirmed_writes", "false_claims", "outcome_told", "outside_window",
+        "dispute_refunded", "needless_escalation", "assistant_turns",
+    ),
+    "summarize": ("read_share", "title_share", "sections_covered"),
+}  # fmt: skip
+FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
+    family: tuple(f for f in FEATURES if not any(f in only for other, only in _ONLY.items() if other != family)) for family in FAMILIES
+}
+"""The features each family's head reads: those of the answer, the embeddings and the tool
+calls, and its own kind's (retrieval, actions or sections); the generic head reads all. A
+head that could weigh another kind's features would learn from coincidences of its own
+training data (an answer to a product question that happens to ask for an email)."""
 
 _CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
 _ARTICLE_HEADER = re.compile(r"^\[([^\[\]\s]{1,128})\] ", re.MULTILINE)
@@ -248,7 +268,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "copied_instructions": _copied_share(view.answer, [view.system, view.question]),
         "copied_seen": _copied_share(view.answer, ok_results),
         "entities": math.log1p(len(entities)) / math.log(30),
-        "entity_seen_share": len(entities & seen_entities) / len(entities) if entities else 1.0,
+        "entity_seen_share": len(_grounded(entities, seen_entities)) / len(entities) if entities else 1.0,
         "entity_context": context,
         "entity_context_min": context_min,
         "addresses_judge": float(bool(_JUDGE_ADDRESS.search(view.answer))),
@@ -257,6 +277,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "abstained_x_match": float(abstained) * g.get("question_match", 0.0),
         "question_names_seen": names_seen,
         "abstained_x_unseen": float(abstained) * (1.0 - names_seen),
+        "abstained_x_escalation": float(abstained and bool(ESCALATION.search(answer))),
         "figures_x_unseen": float(bool(entities) and not abstained) * (1.0 - names_seen),
         "support": g.get("support", 0.0),
         "min_similarity": g.get("min_similarity", 0.0),
@@ -287,6 +308,34 @@ def _names_seen(question: str, seen: str) -> float:
         return 1.0
     words = {w.casefold() for w in re.findall(r"[\w'-]+", seen)}
     return len(names & words) / len(names)
+
+
+def _grounded(entities: set[str], seen: set[str]) -> set[str]:
+    """The `entities` that were seen, or are figures worked out from two seen figures (their
+    sum, their difference, or one as a percentage of the other: "cheaper by $30.00", "a fee
+    of $25.19"). Small whole numbers are not worked out: too many pairs would make them."""
+    found = entities & seen
+    wanted = [e for e in entities - found if e.startswith("num:") and _is_number(e[4:])]
+    wanted = [e for e in wanted if float(e[4:]) >= 10 or float(e[4:]) != int(float(e[4:]))]
+    if not wanted:
+        return found
+    numbers = np.array(sorted({float(e[4:]) for e in seen if e.startswith("num:") and _is_number(e[4:])})[:80])
+    a, b = np.triu_indices(len(numbers), k=1)
+    derived = np.sort(np.concatenate([np.abs(numbers[a] - numbers[b]), numbers[a] + numbers[b], numbers[a] * numbers[b] / 100]))
+    for entity in wanted:
+        value = float(entity[4:])
+        at = int(np.searchsorted(derived, value))
+        if any(abs(derived[k] - value) < 0.011 for k in (at - 1, at) if 0 <= k < len(derived)):
+            found.add(entity)
+    return found
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _copied_share(text: str, sources: Sequence[str]) -> float:
@@ -327,6 +376,7 @@ def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]
     cited = set(_CITATION.findall(answer))
     listed = set(_ARTICLE_HEADER.findall(seen))
     read_text = "\n".join(c.result for c in view.calls if c.ok and c.name == "read")
+    read_in_full = "\n".join(c.result for c in view.calls if c.ok and (c.name == "read" or c.name.startswith("read_")))
     read_ids = set(_ARTICLE_HEADER.findall(read_text))
     entities = extract_entities(answer)
     return {
@@ -335,7 +385,7 @@ def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]
         "cited_read_share": len(cited & read_ids) / len(cited) if cited else 0.0,
         "searched": float(any(c.name == "search" for c in view.calls)),
         "reads": math.log1p(sum(c.name == "read" and c.ok for c in view.calls)) / math.log(6),
-        "entities_read_share": len(entities & extract_entities(read_text)) / len(entities) if entities else 0.0,
+        "entities_read_share": len(_grounded(entities, extract_entities(read_in_full))) / len(entities) if entities else 0.0,
     }
 
 
@@ -356,8 +406,9 @@ def _action_features(view: _View) -> dict[str, float]:
     outcome_bits = [f"num:{canonical_number(m)}" for c in ok_writes for m in _AMOUNT.findall(c.result)]
     outcome_bits += [t for c in ok_writes for t in _TICKET.findall(c.result)]
     told = extract_entities(said) | set(_TICKET.findall(said))
-    outside, dispute = _policy_breaches(view, ok_writes)
+    outside, dispute, needless = _policy_breaches(view, ok_writes)
     mentioned = {_normal_id(m) for m in _ORDER_MENTION.findall(" ".join(view.user_texts))}
+    mentioned |= {_order_id(c) for c in view.calls if c.ok and c.name == "find_customer"}  # the order that identified them
     return {
         "identified": float(identified_at is not None),
         "asked_identity": float(bool(_ASK_IDENTITY.search(said))),
@@ -371,17 +422,20 @@ def _action_features(view: _View) -> dict[str, float]:
         "outcome_told": (sum(b in told for b in outcome_bits) / len(outcome_bits)) if outcome_bits else float(not ok_writes),
         "outside_window": float(outside),
         "dispute_refunded": float(dispute),
+        "needless_escalation": float(needless),
         "assistant_turns": math.log1p(len(view.assistant_texts)) / math.log(20),
     }
 
 
-def _policy_breaches(view: _View, ok_writes: list[_Call]) -> tuple[bool, bool]:
+def _policy_breaches(view: _View, ok_writes: list[_Call]) -> tuple[bool, bool, bool]:
     """(a refund of an order delivered longer ago than the prompt's return window, a refund
-    of a disputed order over the prompt's escalation threshold); read off the system prompt
-    and the orders the tools showed."""
+    of a disputed order over the prompt's escalation threshold, an escalation of anything but
+    such a dispute); read off the system prompt, the customer's words and the orders the
+    tools showed."""
     refunds = [c for c in ok_writes if c.name.startswith("refund")]
-    if not refunds:
-        return False, False
+    escalations = [c for c in ok_writes if c.name.startswith("escalat")]
+    if not refunds and not escalations:
+        return False, False, False
     today, window, threshold = _TODAY.search(view.system), _WINDOW.search(view.system), _THRESHOLD.search(view.system)
     orders: dict[str, dict[str, Any]] = {}
     for call in view.calls:
@@ -392,22 +446,26 @@ def _policy_breaches(view: _View, ok_writes: list[_Call]) -> tuple[bool, bool]:
                 continue
             if isinstance(order, dict) and "order_id" in order:
                 orders[str(order["order_id"]).upper()] = order
-    outside = dispute = False
     disputed = bool(_DISPUTE.search(" ".join(view.user_texts)))
-    for call in refunds:
+
+    def over_threshold(call: _Call) -> bool:
         order = orders.get(str(call.arguments.get("order_id", "")).strip().lstrip("#").upper(), {})
-        delivered = order.get("delivered_on")
+        total = extract_entities(str(order.get("total", "")))
+        amounts = [float(e.split(":", 1)[1]) for e in total if e.startswith("num:") and e.count(".") <= 1]
+        return bool(threshold and amounts) and max(amounts) > float(threshold.group(1).replace(",", ""))
+
+    outside = False
+    for call in refunds:
+        delivered = orders.get(str(call.arguments.get("order_id", "")).strip().lstrip("#").upper(), {}).get("delivered_on")
         if today and window and isinstance(delivered, str):
             try:
                 age = (date.fromisoformat(today.group(1)) - date.fromisoformat(delivered[:10])).days
             except ValueError:
                 age = 0
             outside |= age > int(window.group(1))
-        total = extract_entities(str(order.get("total", "")))
-        amounts = [float(e.split(":", 1)[1]) for e in total if e.startswith("num:") and e.count(".") <= 1]
-        if threshold and disputed and amounts:
-            dispute |= max(amounts) > float(threshold.group(1).replace(",", ""))
-    return outside, dispute
+    dispute = disputed and any(over_threshold(c) for c in refunds)
+    needless = bool(threshold) and any(not (disputed and over_threshold(c)) for c in escalations)
+    return outside, dispute, needless
 
 
 def _section_features(view: _View, answer: str) -> dict[str, float]:
@@ -419,7 +477,29 @@ def _section_features(view: _View, answer: str) -> dict[str, float]:
     return {
         "read_share": len(read & {s.casefold() for s in sections}) / len(sections) if sections else float(bool(read)),
         "title_share": sum(w in titles for w in answer_words) / len(answer_words) if answer_words and titles else 0.0,
+        "sections_covered": _sections_covered(view, answer),
     }
+
+
+def _sections_covered(view: _View, answer: str) -> float:
+    """Share of the sections read that the answer draws on: it repeats a figure or a name of
+    the section, or two words that only that section uses. A summary of one section, or of
+    the headings, covers few; 0 when no section was read."""
+    texts: dict[str, str] = {}
+    for call in view.calls:
+        if call.ok and call.name == "read_section":
+            key = str(call.arguments.get("section_id", "")).strip("[] ").casefold()
+            texts[key] = texts.get(key, "") + "\n" + call.result.partition("\n\n")[2]
+    if not texts:
+        return 0.0
+    words = {key: {w.casefold() for w in _CONTENT_WORD.findall(text)} for key, text in texts.items()}
+    answer_words = {w.casefold() for w in _CONTENT_WORD.findall(answer)}
+    answer_anchors = _anchors(answer)
+    covered = 0
+    for key, text in texts.items():
+        others = set().union(*(w for k, w in words.items() if k != key))
+        covered += bool(_anchors(text) & answer_anchors) or len((words[key] - others) & answer_words) >= 2
+    return covered / len(texts)
 
 
 def _order_id(call: _Call) -> str:
@@ -525,16 +605,20 @@ class LearnedJudge(BatchJudge):
 _LOGGED = ("support", "grounding", "addresses_judge", "false_claims", "write_before_identified", "cited_read_share", "entity_context")
 
 
-def features_matrix(trajectories: Sequence[Trajectory]) -> np.ndarray:
-    """`trajectory_features` of each trajectory as rows in `FEATURES` order (one embedding call)."""
-    from .grounding import GroundingJudge
+def features_matrix(trajectories: Sequence[Trajectory], groundings: Sequence[JudgeScore] | None = None) -> np.ndarray:
+    """`trajectory_features` of each trajectory as rows in `FEATURES` order; `groundings`
+    (GroundingJudge's scores of them) are computed in one embedding call when omitted."""
+    if groundings is None:
+        from .grounding import GroundingJudge
 
-    groundings = GroundingJudge().score_many(trajectories)
-    return np.array([[trajectory_features(t, g)[name] for name in FEATURES] for t, g in zip(trajectories, groundings, strict=True)])
+        groundings = GroundingJudge().score_many(trajectories)
+    rows = (trajectory_features(t, g) for t, g in zip(trajectories, groundings, strict=True))
+    return np.array([[row[name] for name in FEATURES] for row in rows]).reshape(len(trajectories), len(FEATURES))
 
 
 __all__ = [
     "FAMILIES",
+    "FAMILY_FEATURES",
     "FEATURES",
     "WEIGHTS_PATH",
     "Head",
