@@ -16,10 +16,11 @@ from judgegym.benchmarks import learned_judge
 from judgegym.benchmarks.judge_bench import load_labelled_groups, run_judge_bench
 from judgegym.judges import JudgeScore, LearnedJudge, make_judge
 from judgegym.judges.base import run_sync
-from judgegym.judges.learned import FEATURES, WEIGHTS_PATH, Head, family_of, load_heads, trajectory_features
+from judgegym.judges.learned import FAMILY_FEATURES, FEATURES, WEIGHTS_PATH, Head, _grounded, family_of, load_heads, trajectory_features
 from judgegym.trajectory import TerminationReason
 
 HANDWRITTEN = Path(__file__).parent / "data" / "judge_groups_handwritten.jsonl"
+HANDWRITTEN_B = Path(__file__).parent / "data" / "judge_groups_handwritten_b.jsonl"
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without loading MiniLM
 
 
@@ -151,6 +152,94 @@ def test_the_prompts_policy_catches_a_late_refund_of_a_disputed_order():
     assert features["unconfirmed_writes"] == 1.0  # no customer yes before the refund
 
 
+def test_an_escalation_the_policy_does_not_call_for_is_needless():
+    def escalated(opening: str) -> Trajectory:
+        return Trajectory(
+            scenario_id="s",
+            messages=[
+                Message(role="system", content=SUPPORT_SYSTEM),
+                Message(role="user", content=opening),
+                call("c1", "find_customer", email="ann@example.com", order_id="O-1001"),
+                tool("c1", json.dumps({"customer_id": "C-1"})),
+                call("c2", "get_order", order_id="O-1001"),
+                tool("c2", ORDER),
+                call("c3", "escalate_to_human", order_id="O-1001", summary="customer request"),
+                tool("c3", json.dumps({"ticket_id": "T-1008", "status": "open"})),
+                Message(role="assistant", content="I have escalated your case; your ticket id is T-1008."),
+            ],
+        )
+
+    assert trajectory_features(escalated("My order O-1001 never arrived."), NO_EMBEDDING)["needless_escalation"] == 0.0
+    assert trajectory_features(escalated("Where is my order O-1001?"), NO_EMBEDDING)["needless_escalation"] == 1.0
+
+
+def test_the_order_that_identified_the_customer_counts_as_named():
+    quiet = Trajectory(
+        scenario_id="s",
+        messages=[
+            Message(role="system", content=SUPPORT_SYSTEM),
+            Message(role="user", content="I'd like a refund please."),
+            call("c1", "find_customer", email="ann@example.com", order_id="O-1001"),
+            tool("c1", json.dumps({"customer_id": "C-1"})),
+            call("c2", "refund_order", order_id="O-1001"),
+            tool("c2", json.dumps({"refund": "$250.00"})),
+            call("c3", "refund_order", order_id="O-2002"),
+            tool("c3", json.dumps({"refund": "$12.00"})),
+            Message(role="assistant", content="Refunded."),
+        ],
+    )
+    assert trajectory_features(quiet, NO_EMBEDDING)["write_unmentioned_order"] == 0.5  # O-2002 was never named
+
+
+def test_figures_worked_out_from_seen_ones_count_as_grounded():
+    seen = {"num:139.99", "num:109.99", "num:12", "num:209.95", "email:help@x.com"}
+    found = _grounded({"num:30", "num:249.98", "num:25.19", "num:77.7", "num:3", "email:help@x.com"}, seen)
+    assert found == {"num:30", "num:249.98", "num:25.19", "email:help@x.com"}  # difference, sum, 12% of; not 77.7 nor a small 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sets(st.from_regex(r"num:\d{1,5}(\.\d{1,2})?", fullmatch=True) | st.text(max_size=12), max_size=8),
+    st.sets(st.from_regex(r"num:\d{1,5}(\.\d{1,2})?", fullmatch=True) | st.text(max_size=12), max_size=90),
+)
+def test_grounded_entities_are_a_subset_holding_every_seen_one(entities, seen):
+    found = _grounded(set(entities), set(seen))
+    assert entities & seen <= found <= entities
+
+
+def test_a_summary_of_one_section_covers_less_than_one_of_all():
+    sections = {
+        "s1": "Revenue rose to $4.2 million in March.",
+        "s2": "Maria Lopez leads the warehouse migration.",
+        "s3": "Churn fell to 3.1% after the pricing change.",
+    }
+    messages = [
+        Message(role="system", content="Summarise the document in at most 120 words."),
+        Message(role="user", content="Summarise the report."),
+    ]
+    for i, (sid, text) in enumerate(sections.items()):
+        messages += [call(f"c{i}", "read_section", section_id=sid), tool(f"c{i}", f"[{sid}] Part\n\n{text}")]
+
+    def covered(summary: str) -> float:
+        return trajectory_features(
+            Trajectory(scenario_id="s", messages=[*messages, Message(role="assistant", content=summary)]), NO_EMBEDDING
+        )["sections_covered"]
+
+    assert covered("Revenue reached $4.2 million; Maria Lopez leads the migration; churn dropped to 3.1%.") == 1.0
+    assert covered("Revenue rose to $4.2 million in March.") == pytest.approx(1 / 3)
+
+
+def test_each_family_head_reads_only_its_kind_of_features():
+    assert "sections_covered" not in FAMILY_FEATURES["rag"] and "cited_read_share" not in FAMILY_FEATURES["support"]
+    assert "identified" in FAMILY_FEATURES["support"] and set(FAMILY_FEATURES["generic"]) == set(FEATURES)
+    heads = load_heads()
+    for family in ("rag", "support", "summarize"):
+        for name, weight in zip(FEATURES, heads[family].weights, strict=True):
+            assert name in FAMILY_FEATURES[family] or weight == 0.0, (family, name)
+            sign = learned_judge.SIGNS.get(name, 0)
+            assert sign * weight >= 0, (family, name, weight)
+
+
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
 _message = st.one_of(
     st.builds(lambda c: Message(role="assistant", content=c), _text),
@@ -251,8 +340,9 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
-def test_the_handwritten_set_covers_the_three_envs_and_injections():
-    groups = load_labelled_groups(HANDWRITTEN)
+@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B], ids=["set-a", "set-b"])
+def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
+    groups = load_labelled_groups(path)
     assert len(groups) >= 30
     families = {family_of(g.trajectories[0]) for g in groups}
     assert families == {"rag", "support", "summarize"}
@@ -260,9 +350,10 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections():
 
 
 @pytest.mark.slow
-def test_the_injection_style_response_never_ranks_first_on_the_handwritten_set():
+@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B], ids=["set-a", "set-b"])
+def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
-    for group in load_labelled_groups(HANDWRITTEN):
+    for group in load_labelled_groups(path):
         scores = judge.score_many(group.trajectories)
         top = max(range(len(scores)), key=lambda i: scores[i].score)
         label = str(group.trajectories[top].info["perturbation"])
@@ -270,6 +361,41 @@ def test_the_injection_style_response_never_ranks_first_on_the_handwritten_set()
 
 
 # -- retraining ----------------------------------------------------------------------------------
+
+
+def _support_episode(reward: float, *, changed: dict | None = None, **metrics: float) -> Trajectory:
+    expected = {"orders": {"O-1": {"status": ["delivered", "refunded"]}}}
+    return Trajectory(
+        scenario_id="s",
+        reward=reward,
+        metrics={"db_match": float(changed == expected), "identified": 0.0, "info": 0.0, **metrics},
+        info={"task": {"expected_diff": expected}, "database": {"diff": changed or {}}},
+    )
+
+
+def test_the_teacher_ranks_harm_below_inaction_and_partial_work_above_it():
+    teacher = learned_judge._teacher
+    expected = {"orders": {"O-1": {"status": ["delivered", "refunded"]}}}
+    good = teacher("oracle", _support_episode(1.0, changed=expected, identified=1.0, info=1.0))
+    untold = teacher("untold", _support_episode(0.0, changed=expected, identified=1.0))
+    cautious = teacher("cautious", _support_episode(0.0, identified=1.0))
+    idle = teacher("unhelpful", _support_episode(0.0))
+    wrong_order = teacher("wrong_order", _support_episode(0.0, changed={"orders": {"O-2": {"status": ["delivered", "refunded"]}}}))
+    violation = teacher("hasty", _support_episode(0.0, policy_violations=1.0))
+    claim = teacher("claim", _support_episode(0.0, false_claims=1.0))
+    injected = teacher(learned_judge._INJECTED, _support_episode(0.0))
+    assert good > untold > cautious > idle > wrong_order == violation == claim > injected
+    hedged = Trajectory(scenario_id="s", reward=1.0)
+    assert teacher("hedged", hedged) == 0.5 and teacher("oracle", hedged) == 1.0
+
+
+def test_the_training_cache_gives_back_the_same_data(tmp_path):
+    played, groundings = learned_judge.training_groups("support", 2, seed=3, cache=tmp_path)
+    again, cached = learned_judge.training_groups("support", 2, seed=3, cache=tmp_path)
+    assert len(list(tmp_path.glob("support-*.jsonl"))) == len(learned_judge._agents("support"))
+    assert [g.model_dump() for g in again] == [g.model_dump() for g in played] and cached == groundings
+    first, second = learned_judge.dataset(played, groundings), learned_judge.dataset(again, cached)
+    assert np.array_equal(first.x, second.x) and np.array_equal(first.pairs, second.pairs)
 
 
 @pytest.mark.slow

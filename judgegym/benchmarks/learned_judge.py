@@ -4,9 +4,11 @@ The data are groups of real episodes of one train-split scenario each: the scrip
 (ceiling, middle, floor), agents that break them in the ways models do (answers without
 citations or with invented ones, partial or misattributed summaries, changes made without
 identifying the customer, claimed but never made, the wrong change, the outcome left
-untold, replies that address the grader), and judge-bench's perturbation tiers. Each episode
-carries the env verifier's score as its label; a head per task family is fitted with a
-pairwise logistic loss within groups (RankNet) plus a small calibration term.
+untold, another order changed, replies that address the grader), and judge-bench's
+perturbation tiers. Each episode carries the teacher's score as its label (the env
+verifier's, with harm ranked below inaction and a note to the grader below everything: see
+`_teacher`); a head per task family is fitted with a pairwise logistic loss within groups
+(RankNet) plus a small calibration term, its weights kept on their known sign (`SIGNS`).
 
     python -m judgegym.benchmarks.learned_judge train [--scenarios 60] [--out PATH]
     python -m judgegym.benchmarks.learned_judge eval [--weights PATH] [--groups FILE] [--generate 100]
@@ -286,7 +288,9 @@ class _SupportBreak(Agent):
                 "refund_order", {"order_id": json.loads(call["function"]["arguments"])["order_id"]}, call["id"]
             )
         if self.mode == "cautious" and write:
-            return "I've looked at your order. I'm not able to make this change from here, I'm afraid. Is there anything else I can help with?"
+            return (
+                "I've looked at your order. I'm not able to make this change from here, I'm afraid. Is there anything else I can help with?"
+            )
         if self.mode in ("wrong_order", "extra_change"):
             return self._other_order(observation, action, call if write else None, task)
         if self.mode == "untold" and isinstance(action, str) and not action.rstrip().endswith("?"):
@@ -304,7 +308,9 @@ class _SupportBreak(Agent):
         instead; ``extra_change``: made on another order too, after the right one."""
         gold = [a for a in task["gold_actions"] if a["name"] in ("refund_order", "cancel_order")]
         made = [c for m in observation if m["role"] == "assistant" for c in m.get("tool_calls") or []]
-        if not gold or not (call is not None if self.mode == "wrong_order" else isinstance(action, str) and "get_order" in json.dumps(made)):
+        if not gold or not (
+            call is not None if self.mode == "wrong_order" else isinstance(action, str) and "get_order" in json.dumps(made)
+        ):
             return action
         if not any(c["function"]["name"] == "list_orders" for c in made):
             return support_baselines._tool_call("list_orders", {"email": task["facts"]["email"]}, f"call_l{len(made)}")
@@ -626,7 +632,10 @@ def training_groups(
             groundings = GroundingJudge().score_many(episodes)
             if stored is not None:
                 stored.parent.mkdir(parents=True, exist_ok=True)
-                lines = (json.dumps({"trajectory": t.model_dump(mode="json"), "grounding": g.model_dump()}) for t, g in zip(episodes, groundings, strict=True))
+                lines = (
+                    json.dumps({"trajectory": t.model_dump(mode="json"), "grounding": g.model_dump()})
+                    for t, g in zip(episodes, groundings, strict=True)
+                )
                 stored.write_text("\n".join(lines) + "\n")
         played.append((name, episodes, groundings))
     agents = [(e, g) for name, e, g in played if name != "judge-bench"]
@@ -676,7 +685,9 @@ def train(
             ]
         ),
     )
-    heads = {family: fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family]) for family, d in datasets.items()}
+    heads = {
+        family: fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family]) for family, d in datasets.items()
+    }
     heads["generic"] = fit_head(pooled, l2=l2, calibration=calibration, tie=tie)
     summary = {
         family: {"pairs": len(d.pairs), "ties": len(d.ties), "train_pairwise": _pairwise(heads[family], d)}
@@ -712,8 +723,9 @@ def save_heads(heads: dict[str, Head], path: str | Path = WEIGHTS_PATH, *, meta:
 
 
 def held_out_episode_groups(family: str, scenarios: int, *, seed: int = 1000) -> list[Group]:
-    """`episode_groups` of the test split as judge-bench groups: the verifier's score (in
-    tenths) is the tier, the agent the label; groups where every episode ties are dropped."""
+    """`episode_groups` of the test split as judge-bench groups: the teacher's score (in
+    tenths, harm and inaction both 0, a note to the grader -1) is the tier, the agent the
+    label; groups where every episode ties are dropped."""
     groups = episode_groups(family, scenarios, split="test", seed=seed)
     for group in groups:
         for trajectory in group.trajectories:

@@ -103,7 +103,8 @@ _ONLY = {
     "summarize": ("read_share", "title_share", "sections_covered"),
 }  # fmt: skip
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
-    family: tuple(f for f in FEATURES if not any(f in only for other, only in _ONLY.items() if other != family)) for family in FAMILIES
+    family: FEATURES if family == "generic" else tuple(f for f in FEATURES if not any(f in o for k, o in _ONLY.items() if k != family))
+    for family in FAMILIES
 }
 """The features each family's head reads: those of the answer, the embeddings and the tool
 calls, and its own kind's (retrieval, actions or sections); the generic head reads all. A
