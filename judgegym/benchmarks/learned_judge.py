@@ -244,7 +244,7 @@ class _SupportBreak(Agent):
     looked up: the policy, every tool result, or the required facts in 2,000 words, as every
     reply), ``cautious`` (identifies and looks up, then declines to act), ``wrong_order``
     (refunds or cancels another order of the customer instead) and ``extra_change`` (and
-    another order too)."""
+    another order as well)."""
 
     def __init__(self, mode: str):
         self.mode, self.name = mode, mode
@@ -305,7 +305,8 @@ class _SupportBreak(Agent):
 
     def _other_order(self, observation: list[dict[str, Any]], action: Action, call: dict[str, Any] | None, task: dict[str, Any]) -> Action:
         """``wrong_order``: the refund or cancellation made on another order of the customer
-        instead; ``extra_change``: made on another order too, after the right one."""
+        instead; ``extra_change``: made on another order as well as the right one (before or
+        after it, as the conversation goes)."""
         gold = [a for a in task["gold_actions"] if a["name"] in ("refund_order", "cancel_order")]
         made = [c for m in observation if m["role"] == "assistant" for c in m.get("tool_calls") or []]
         if not gold or not (
@@ -611,7 +612,10 @@ def training_groups(
     """A family's train-split groups (`episode_groups`, plus `perturbation` judge-bench
     groups) and GroundingJudge's score of each of their trajectories, in order. With `cache`
     (a folder), each agent's episodes and their grounding scores are read from, or written
-    to, ``{family}-{agent}-{settings}.jsonl`` there, so adding an agent plays only that one."""
+    to, ``{family}-{agent}-{settings}.jsonl`` there, so adding an agent plays only that one.
+    Files are keyed by the agent's name, not its code: delete an agent's file after changing
+    what it does. The teacher's score is recomputed on loading, so changing `_teacher` needs
+    no replay."""
     parts = [(agent.name, lambda agent=agent: agent_episodes(family, agent, scenarios, seed=seed)) for agent in _agents(family)]
     if perturbation:
         parts.append(("judge-bench", lambda: [t for g in perturbation_groups(perturbation, seed=seed) for t in g.trajectories]))
@@ -664,7 +668,7 @@ def train(
     on all of them). Returns the heads and a summary (groups, pairs, train pairwise accuracy).
     With `cache` (a folder), each family's played groups and their grounding scores (the
     slow part: the episodes and the embeddings) are kept there, keyed by the data settings,
-    so a refit, or a change to the features, takes seconds."""
+    so a refit, or a change to the features, takes about a minute."""
     datasets: dict[str, Dataset] = {}
     for family in ENVS:
         started = time.perf_counter()
