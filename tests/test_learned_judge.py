@@ -418,3 +418,17 @@ def test_a_small_retrained_judge_beats_the_untrained_one_on_test_split_groups():
     assert before == pytest.approx(0.5)
     assert after > 0.75
     assert np.isfinite(heads["rag"].weights).all()
+
+
+def test_the_command_reports_a_missing_or_malformed_file_without_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n')
+    for argv, message in (
+        (["eval", "--groups", str(tmp_path / "missing.jsonl")], "No such file"),
+        (["eval", "--weights", str(tmp_path / "none.json"), "--groups", str(bad)], "line 1: field 'id'"),
+        (["eval", "--weights", str(tmp_path / "none.json")], "learned_judge train"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            learned_judge.main(argv)
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err

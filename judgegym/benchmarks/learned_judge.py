@@ -790,6 +790,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     eval_cmd.add_argument("--only", metavar="REGEX", help="keep the groups of the --groups files whose id matches (re.search)")
     eval_cmd.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except (OSError, ValueError) as error:  # a missing or malformed file: the message says which
+        parser.exit(2, f"error: {error}\n")
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "train":
         started = time.perf_counter()
         heads, summary = train(
