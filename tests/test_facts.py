@@ -57,6 +57,16 @@ def test_sentence_final_period_not_part_of_number():
     assert extract_entities("Refunds take 14 days. Shipping is 5.") == {"num:14", "num:5"}
 
 
+@pytest.mark.parametrize("written", ["17 October 2025", "17th Oct. 2025", "October 17, 2025", "Oct 17 2025", "on 17 october, 2025"])
+def test_a_date_written_out_with_its_year_is_the_iso_date(written):
+    assert extract_entities(f"Delivered {written}, 66 days ago.") == {"date:2025-10-17", "num:66"}
+
+
+def test_a_date_without_a_year_and_a_modal_may_stay_numbers():
+    assert extract_entities("due 10 July") == {"num:10"}
+    assert extract_entities("you may 12 times in 2025") == {"num:12", "num:2025"}
+
+
 def test_distinct_numbers_stay_distinct():
     assert extract_entities("100 and 10 and 1000") == {"num:100", "num:10", "num:1000"}
     assert extract_entities("12") != extract_entities("120")

@@ -127,6 +127,14 @@ def test_unsupported_entities_halve_the_score_and_worked_arithmetic_counts():
     assert "phone:5550142233" in bad.explanation and bad.score < good.score / 2
 
 
+def test_a_number_worked_out_from_a_worked_out_one_is_supported():
+    from judgegym.judges.grounding import _unsupported
+
+    context = "The Haven 9 costs $1,249.95. Opened returns carry a 20% restocking fee."
+    answer = "20% of $1,249.95 is $249.99, so you would get $999.96 back, or $899.96 after a $100 fee."
+    assert _unsupported(answer, context) == ["num:100", "num:899.96"]  # an invented fee, and what rests on it
+
+
 def test_abstention_scores_mid_and_empty_answers_zero():
     abstain = "I couldn't find the warranty for that product in our knowledge base. Shall I escalate to a human agent?"
     score = JUDGE.score_sync(_trajectory(abstain, "Shipping to Poland takes 5 business days."))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,23 @@ from judgegym.benchmarks import learned_judge
 from judgegym.benchmarks.judge_bench import load_labelled_groups, run_judge_bench
 from judgegym.judges import JudgeScore, LearnedJudge, make_judge
 from judgegym.judges.base import run_sync
-from judgegym.judges.learned import FAMILY_FEATURES, FEATURES, WEIGHTS_PATH, Head, _grounded, family_of, load_heads, trajectory_features
+from judgegym.judges.learned import (
+    FAMILY_FEATURES,
+    FEATURES,
+    WEIGHTS_PATH,
+    Head,
+    _grounded,
+    articles_shown,
+    family_of,
+    load_heads,
+    off_subject_articles,
+    trajectory_features,
+)
 from judgegym.trajectory import TerminationReason
 
 HANDWRITTEN = Path(__file__).parent / "data" / "judge_groups_handwritten.jsonl"
 HANDWRITTEN_B = Path(__file__).parent / "data" / "judge_groups_handwritten_b.jsonl"
+HANDWRITTEN_C = Path(__file__).parent / "data" / "judge_groups_handwritten_c.jsonl"
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without loading MiniLM
 
 
@@ -86,6 +99,63 @@ def test_a_figure_moved_to_another_product_loses_its_context():
     assert right["entity_context"] > moved["entity_context"]
 
 
+def test_a_figure_packed_into_a_long_sentence_keeps_its_context():
+    packed = trajectory_features(
+        rag("The Aurora 2 has a 24-month warranty, free returns for a month, a loyalty scheme and a helpline open all week."),
+        NO_EMBEDDING,
+    )
+    moved = trajectory_features(rag("Free returns for 24 months, a loyalty scheme and the warranty of the Aurora 2."), NO_EMBEDDING)
+    assert packed["entity_context"] == 1.0 > moved["entity_context"]  # judged on its clause, not the whole sentence
+
+
+ARTICLES = articles_shown(
+    [
+        "[zephyr-6-lite-overview] Zephyr 6 Lite\nYou can buy the Zephyr 6 Lite for $1,239.99. The Mobility Support team looks after it.\n\n"
+        "[zephyr-6-overview] Zephyr 6\nYou can buy the Zephyr 6 for $1,499.00.\n\n"
+        "[zephyr-6-pro-faq] Zephyr 6 Pro FAQ\nQ: How much is it? A: $2,100.00.\n\n"
+        "[zephyr-6-release-notes-2-1] Zephyr 6 series: firmware 2.1 release notes\nFixes.",
+        "[zephyr-6-lite-faq] Zephyr 6 Lite: frequently asked questions\nQ: Licence? A: No.",
+        "[contact-mobility-support] Contact the Mobility Support team\nmobility@x.com",
+        "[refund-policy] Refund policy and restocking fees\nOpened returns pay 20%.",
+    ]
+)
+
+
+def test_articles_about_a_sibling_product_are_off_subject():
+    assert set(ARTICLES) >= {"zephyr-6-lite-overview", "zephyr-6-overview", "contact-mobility-support"}
+    # the base model and the Pro are siblings; the series notes, the FAQ, the team the overview names and the policy are not
+    assert off_subject_articles("How much does the Zephyr 6 Lite cost?", ARTICLES) == {"zephyr-6-overview", "zephyr-6-pro-faq"}
+    assert off_subject_articles("What do you sell?", ARTICLES) == set()  # a question that names nothing marks nothing
+    # a title extending an asked name is about it ("Lumina 7 FAQ"), so asking about the Zephyr 6 takes in the Pro's FAQ
+    assert off_subject_articles("Is the Zephyr 6 cheaper than the Zephyr 6 Lite?", ARTICLES) == set()
+
+
+def test_a_figure_and_citation_from_the_sibling_product_are_off_subject():
+    search = "\n\n".join(text for doc_id, text in ARTICLES.items() if doc_id in ("zephyr-6-lite-overview", "zephyr-6-overview"))
+
+    def answer(text: str) -> dict[str, float]:
+        messages = [
+            Message(role="user", content="How much does the Zephyr 6 Lite cost?"),
+            call("c1", "search", query="Zephyr 6 Lite price"),
+            tool("c1", search),
+            Message(role="assistant", content=text),
+        ]
+        return trajectory_features(Trajectory(scenario_id="s", messages=messages), NO_EMBEDDING)
+
+    right = answer("It costs $1,239.99 [zephyr-6-lite-overview].")
+    sibling = answer("The Zephyr 6 Lite costs $1,499.00 [zephyr-6-overview].")
+    assert right["figures_off_subject"] == right["cited_off_subject"] == 0.0
+    assert sibling["figures_off_subject"] == sibling["cited_off_subject"] == 1.0
+
+
+def test_the_sibling_figures_agent_takes_a_figure_from_the_sibling_article():
+    shown = ARTICLES["zephyr-6-overview"] + "\n\n" + ARTICLES["zephyr-6-lite-overview"]
+    info = {"_observation": [{"role": "user", "content": "How much does the Zephyr 6 Lite cost?"}, {"role": "tool", "content": shown}]}
+
+    rewritten = learned_judge._sibling_figures("It costs $1,239.99 [zephyr-6-lite-overview].", info, random.Random(0))
+    assert "$1,499.00" in rewritten and "$1,239.99" not in rewritten
+
+
 @pytest.mark.parametrize(
     "note",
     [
@@ -113,6 +183,21 @@ def test_acting_before_identifying_and_claiming_unmade_changes():
     features = trajectory_features(hasty, NO_EMBEDDING)
     assert features["write_before_identified"] == 1.0 and features["refused_calls"] > 0
     assert features["false_claims"] > 0 and features["writes_ok"] == 0 and features["identified"] == 0
+
+
+def test_an_id_no_tool_gave_is_a_false_claim():
+    def reply(text: str) -> float:
+        episode = support(
+            call("c1", "find_customer", email="a@x.com", order_id="O-1001"),
+            tool("c1", json.dumps({"customer_id": "C-1", "name": "Ann"})),
+            call("c2", "get_order", order_id="O-1001"),
+            tool("c2", ORDER),
+            Message(role="assistant", content=text),
+        )
+        return trajectory_features(episode, NO_EMBEDDING)["false_claims"]
+
+    assert reply("I can see order O-1001 was delivered on 2025-05-01; a colleague will follow up.") == 0.0
+    assert reply("I've opened return authorisation RA-55120 for order O-1001.") > reply("I've noted that you want to return O-1001.")
 
 
 def test_a_careful_episode_breaks_no_rule():
@@ -193,8 +278,10 @@ def test_the_order_that_identified_the_customer_counts_as_named():
 
 def test_figures_worked_out_from_seen_ones_count_as_grounded():
     seen = {"num:139.99", "num:109.99", "num:12", "num:209.95", "email:help@x.com"}
-    found = _grounded({"num:30", "num:249.98", "num:25.19", "num:77.7", "num:3", "email:help@x.com"}, seen)
-    assert found == {"num:30", "num:249.98", "num:25.19", "email:help@x.com"}  # difference, sum, 12% of; not 77.7 nor a small 3
+    stated = {"num:139.99", "num:30", "num:249.98", "num:16.8", "num:25.19", "num:77.7", "num:3", "email:help@x.com"}
+    found = _grounded(stated, seen)
+    # difference, sum, 12% of the stated $139.99; not 12% of $209.95 (the answer never gives it), nor 77.7, nor a small 3
+    assert found == {"num:139.99", "num:30", "num:249.98", "num:16.8", "email:help@x.com"}
 
 
 @settings(max_examples=200, deadline=None)
@@ -340,7 +427,7 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B], ids=["set-a", "set-b"])
+@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C], ids=["set-a", "set-b", "set-c"])
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
     assert len(groups) >= 30
@@ -350,7 +437,7 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B], ids=["set-a", "set-b"])
+@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C], ids=["set-a", "set-b", "set-c"])
 def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
     for group in load_labelled_groups(path):

@@ -39,7 +39,19 @@ from ..envs.summarize import baselines as summarize_baselines
 from ..envs.support import baselines as support_baselines
 from ..evaluation.runner import play_episode
 from ..judges.base import Judge, JudgeScore
-from ..judges.learned import FAMILY_FEATURES, FEATURES, WEIGHTS_PATH, Head, LearnedJudge, family_of, features_matrix, load_heads
+from ..judges.learned import (
+    FAMILY_FEATURES,
+    FEATURES,
+    WEIGHTS_PATH,
+    Head,
+    LearnedJudge,
+    articles_shown,
+    family_of,
+    features_matrix,
+    load_heads,
+    name_runs,
+    off_subject_articles,
+)
 from ..judges.specs import make_judge
 from ..trajectory import Group, Trajectory
 from .judge_bench import generate_groups, load_labelled_groups, score_labelled_groups, summarize_agreement
@@ -55,7 +67,8 @@ GRADER_NOTES = (
 """Replies that address the judge; `_Inject` appends one. Labelled below the floor."""
 
 _CITATION = re.compile(r"\s*\[[^\[\]\s]{1,128}\]")
-_FIGURE = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?%?")
+_FIGURE = re.compile(r"(?<![\w.-])\$?\d[\d,]*(?:\.\d+)?%?")  # not inside "[zephyr-6-lite]" or "CE-5890"
+_NAMED = re.compile(r"[A-Z][\w'-]* $")  # a number right after a capitalised word is part of a name: "Zephyr 6"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _PERSON = re.compile(r"(?<![\w-])[A-Z][a-z]+ [A-Z][a-z]+(?![\w-])")
 _DUMPED = re.compile(r"\S*\d\S*(?:\s+[^\W\d_]{2,})?")  # a token with a digit, and the word after it (its unit)
@@ -113,6 +126,8 @@ def _shift_figures(answer: str, info: dict[str, Any], rng: random.Random) -> str
 
     def shift(match: re.Match[str]) -> str:
         text = match.group()
+        if _in_name(match):
+            return text
         digits = re.sub(r"\D", "", text.split(".")[0]) or "0"
         return text.replace(digits, str(int(digits) + rng.randint(2, 9)), 1)
 
@@ -121,12 +136,93 @@ def _shift_figures(answer: str, info: dict[str, Any], rng: random.Random) -> str
 
 def _swap_figures(answer: str, info: dict[str, Any], rng: random.Random) -> str:
     """Figures moved between sentences: each reads well, but states another fact's figure."""
-    figures = _FIGURE.findall(answer)
+    figures = [m.group() for m in _FIGURE.finditer(answer) if not _in_name(m)]
     if len(set(figures)) < 2:
         return _shift_figures(answer, info, rng)
     order = list(dict.fromkeys(figures))
     rotated = dict(zip(order, order[1:] + order[:1], strict=True))
-    return _FIGURE.sub(lambda m: rotated.get(m.group(), m.group()), answer)
+    return _FIGURE.sub(lambda m: m.group() if _in_name(m) else rotated.get(m.group(), m.group()), answer)
+
+
+def _in_name(match: re.Match[str]) -> bool:
+    return bool(_NAMED.search(match.string[max(0, match.start() - 40) : match.start()]))
+
+
+def _sibling_figures(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """Figures taken from another product's articles that the agent saw (a figure of the
+    same kind: an amount for an amount, months for months), and half the time their
+    citations too: a confident answer about the sibling product. Without such an article,
+    every figure moved to a wrong value."""
+    articles = articles_shown(_tool_results(info))
+    off = sorted(off_subject_articles(_question(info), articles))
+    pool = [
+        (doc_id, m.group(), _figure_kind(m))
+        for doc_id in off
+        for m in _FIGURE.finditer(articles[doc_id].partition("\n")[2])
+        if not _in_name(m)
+    ]
+    used: list[str] = []
+
+    def swap(match: re.Match[str]) -> str:
+        if _in_name(match):
+            return match.group()
+        kind = _figure_kind(match)
+        same = [(d, f) for d, f, k in pool if f != match.group() and k == kind] or [
+            (d, f) for d, f, k in pool if f != match.group() and k[:3] == kind[:3] and not kind[3]
+        ]
+        if not same:
+            return match.group()
+        doc_id, figure = rng.choice(same)
+        used.append(doc_id)
+        return figure
+
+    rewritten = _FIGURE.sub(swap, answer)
+    if not used:
+        return _shift_figures(answer, info, rng)
+    return _CITATION.sub(f" [{used[0]}]", rewritten) if rng.random() < 0.5 else rewritten
+
+
+def _figure_kind(match: re.Match[str]) -> tuple[bool, bool, bool, str]:
+    """An amount, a percentage, a decimal, and the unit word after it ("month" of "24 months")."""
+    figure, after = match.group(), match.string[match.end() : match.end() + 20].split()
+    unit = after[0].casefold().rstrip("s.,;:") if after and after[0][:1].isalpha() else ""
+    return figure.startswith("$"), figure.endswith("%"), "." in figure, unit
+
+
+class _SiblingAnswer(Agent):
+    """Plays the oracle, but before answering searches for the asked product's siblings (its
+    name without the last word: "Zephyr 6" for "Zephyr 6 Lite") and reads the first article
+    about another product, then answers with that article's figures (`_sibling_figures`):
+    the confident answer about the wrong product that a reader who checks the source
+    catches."""
+
+    name = "sibling_figures"
+
+    def __init__(self) -> None:
+        self.base = rag_baselines.OracleAgent()
+
+    async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
+        action = await self.base.act(observation, info)
+        if not isinstance(action, str):
+            return action
+        seen = {**info, "_observation": observation}
+        question = _question(seen)
+        made = [c for m in observation if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        articles = articles_shown(_tool_results(seen))
+        off = sorted(off_subject_articles(question, articles))
+        read = {json.loads(c["function"]["arguments"]).get("doc_id") for c in made if c["function"]["name"] == "read"}
+        names = [run for run in name_runs(question) if len(run.split()) > 2]
+        if names and not any(c["id"].startswith("sibling") for c in made):
+            return _call_turn("search", {"query": names[0].rsplit(" ", 1)[0], "k": 5}, f"sibling_{len(made)}")
+        if off and not read & set(off):
+            return _call_turn("read", {"doc_id": off[0]}, f"call_{len(made)}")
+        return _sibling_figures(action, seen, random.Random(f"{self.name}/{info.get('scenario_id')}"))
+
+
+def _call_turn(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """An assistant turn calling one tool."""
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 def _swap_people(answer: str, info: dict[str, Any], rng: random.Random) -> str:
@@ -355,6 +451,7 @@ def _agents(family: str) -> list[Agent]:
             _Rewrite(oracle(), "abstain", _abstain),
             _Rewrite(oracle(), "wrong_figures", _shift_figures),
             _Rewrite(oracle(), "swapped_figures", _swap_figures),
+            _SiblingAnswer(),
             _Rewrite(oracle(), "half", _half),
             _Rewrite(oracle(), "hedged", _hedge),
             *(_Rewrite(oracle(), name, rewrite) for name, rewrite in _GAMING.items()),
@@ -535,6 +632,7 @@ SIGNS: dict[str, int] = {
             "over_limit", "copied_instructions", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
             "format_errors", "truncated", "refused_calls", "write_before_identified", "write_unmentioned_order",
             "unconfirmed_writes", "false_claims", "outside_window", "dispute_refunded", "needless_escalation", "title_share",
+            "figures_off_subject", "cited_off_subject",
         ),
         -1,
     ),
@@ -621,7 +719,7 @@ def training_groups(
         parts.append(("judge-bench", lambda: [t for g in perturbation_groups(perturbation, seed=seed) for t in g.trajectories]))
     played: list[tuple[str, list[Trajectory], list[JudgeScore]]] = []
     for name, play in parts:
-        stored = Path(cache) / f"{family}-{name}-{scenarios if name != 'judge-bench' else perturbation}-{seed}-v4.jsonl" if cache else None
+        stored = Path(cache) / f"{family}-{name}-{scenarios if name != 'judge-bench' else perturbation}-{seed}-v6.jsonl" if cache else None
         if stored is not None and stored.is_file():
             records = [json.loads(line) for line in stored.read_text().splitlines() if line]
             episodes = [Trajectory.model_validate(r["trajectory"]) for r in records]

@@ -24,6 +24,16 @@ _PHONE = re.compile(r"(?<![\w.])\+?\(?\d{1,4}\)?(?:[ -]\(?\d{2,4}\)?){1,5}(?!\w)
 _PHONE_MARK = re.compile(r"[+(-]")
 _PHONE_PLAIN = re.compile(r"(?<![\w.])(?:\+?1[ .])?\d{3}([ .])\d{3}\1\d{4}(?![\w]|\.\d)")  # "555 014 2233", "555.014.2233"
 _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_MONTH = (
+    r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+# "17 October 2025", "17th Oct. 2025", "October 17, 2025", "Oct 17 2025": the same date as 2025-10-17
+_WRITTEN_DATE = re.compile(
+    rf"(?<![\w.])(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\.?,?|{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?)\s+(\d{{4}})(?![\w.])",
+    re.IGNORECASE,
+)
+_MONTHS = {name: number for number, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 _CITATION = re.compile(r"\[[^\[\]\s]{1,128}\]")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 _NUMBER = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)*")
@@ -61,7 +71,8 @@ def canonical_number(token: str) -> str:
 
 
 def extract_entities(text: str) -> set[str]:
-    """Canonical checkable entities: ``email:...``, ``phone:<digits>``, ``date:YYYY-MM-DD``,
+    """Canonical checkable entities: ``email:...``, ``phone:<digits>``, ``date:YYYY-MM-DD``
+    (ISO dates, and dates written out with a year: "17 October 2025", "Oct 17, 2025"),
     ``num:<number>``.
 
     Citations like ``[doc-12]`` and list markers ("1. ") are ignored; a phone number's
@@ -75,6 +86,11 @@ def extract_entities(text: str) -> set[str]:
     for year, month, day in _DATE.findall(text):
         entities.add(f"date:{year}-{month}-{day}")
     text = _DATE.sub(" ", text)
+    for day_first, month_first, month_second, day_second, year in _WRITTEN_DATE.findall(text):
+        day, month = int(day_first or day_second), _MONTHS[(month_first or month_second)[:3].casefold()]
+        if 1 <= day <= 31:
+            entities.add(f"date:{year}-{month:02d}-{day:02d}")
+    text = _WRITTEN_DATE.sub(" ", text)
     for match in _PHONE_PLAIN.finditer(text):
         entities.add(f"phone:{re.sub(r'[^0-9]', '', match.group())[-10:]}")
     text = _PHONE_PLAIN.sub(" ", text)

@@ -124,7 +124,8 @@ class GroundingJudge(BatchJudge):
     - ``unsupported``: numbers, amounts, dates, emails and phones in A found neither in the
       evidence nor in Q. A number that is the sum, difference, product, ratio or percentage
       of two numbers A itself states and the context supports counts as supported (A showed
-      its work: "$759.99 and $1,369.99, so $610.00 less"), and so does a number of days
+      its work: "$759.99 and $1,369.99, so $610.00 less", and one more step from such a
+      worked-out number), and so does a number of days
       between a date A states and one A or the context gives ("delivered on 2025-05-03,
       32 days ago"). ``grounding = 0.5 ** unsupported``.
     - ``coverage``: cosine similarity of A with Q, ramped from `coverage_low` to
@@ -264,7 +265,13 @@ def _unsupported(answer: str, context: str) -> list[str]:
     missing = stated - known
     operands = [float(e[4:]) for e in stated & known if _is_number(e)]
     spans = _day_spans(stated, known) if any(_is_number(e) for e in missing) else set()
-    return sorted(e for e in missing if not (_is_number(e) and (_derived(float(e[4:]), operands) or float(e[4:]) in spans)))
+    for _ in range(2):  # one more step: "20% of $1,249.95 is $249.99, so you get $999.96 back"
+        worked = {e for e in missing if _is_number(e) and (_derived(float(e[4:]), operands) or float(e[4:]) in spans)}
+        missing -= worked
+        operands += [float(e[4:]) for e in worked]
+        if not worked:
+            break
+    return sorted(missing)
 
 
 def _day_spans(stated: set[str], known: set[str]) -> set[float]:
