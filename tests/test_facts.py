@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text
+from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text, with_years
 
 PREFIXES = ("email:", "phone:", "date:", "num:")
 
@@ -65,6 +65,14 @@ def test_a_date_written_out_with_its_year_is_the_iso_date(written):
 def test_a_date_without_a_year_and_a_modal_may_stay_numbers():
     assert extract_entities("due 10 July") == {"num:10"}
     assert extract_entities("you may 12 times in 2025") == {"num:12", "num:2025"}
+
+
+def test_a_date_without_its_year_takes_the_year_of_the_context():
+    context = "Today is 2025-08-20. Delivered on 2025-07-10. Ordered on 2024-12-30."
+    placed = with_years("Delivered on 10 July; it closed on 9 August. Ordered Dec 30th.", context)
+    assert placed == "Delivered on 2025-07-10; it closed on 9 August. Ordered 2024-12-30."  # two years: only same-day dates
+    assert with_years("It closed on 9 August.", "Today is 2025-08-20.") == "It closed on 2025-08-09."
+    assert with_years("Due 4 June 2026, or May 3.", "") == "Due 4 June 2026, or May 3."  # a year given, or none to take
 
 
 def test_distinct_numbers_stay_distinct():

@@ -135,6 +135,14 @@ def test_a_number_worked_out_from_a_worked_out_one_is_supported():
     assert _unsupported(answer, context) == ["num:100", "num:899.96"]  # an invented fee, and what rests on it
 
 
+def test_a_date_a_stated_number_of_days_from_a_known_one_is_supported():
+    from judgegym.judges.grounding import _unsupported
+
+    context = "Today is 2025-08-20. The order was delivered on 2025-07-10. Refunds within 30 days of delivery."
+    assert _unsupported("Delivered on 10 July, so the 30-day window closed on 9 August, 41 days ago.", context) == []
+    assert _unsupported("The window closed on 19 August.", context) == ["date:2025-08-19"]
+
+
 def test_abstention_scores_mid_and_empty_answers_zero():
     abstain = "I couldn't find the warranty for that product in our knowledge base. Shall I escalate to a human agent?"
     score = JUDGE.score_sync(_trajectory(abstain, "Shipping to Poland takes 5 business days."))

@@ -34,6 +34,7 @@ from judgegym.trajectory import TerminationReason
 HANDWRITTEN = Path(__file__).parent / "data" / "judge_groups_handwritten.jsonl"
 HANDWRITTEN_B = Path(__file__).parent / "data" / "judge_groups_handwritten_b.jsonl"
 HANDWRITTEN_C = Path(__file__).parent / "data" / "judge_groups_handwritten_c.jsonl"
+HANDWRITTEN_D = Path(__file__).parent / "data" / "judge_groups_handwritten_d.jsonl"
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without loading MiniLM
 
 
@@ -427,7 +428,7 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C], ids=["set-a", "set-b", "set-c"])
+@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D], ids=["set-a", "set-b", "set-c", "set-d"])
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
     assert len(groups) >= 30
@@ -437,7 +438,7 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C], ids=["set-a", "set-b", "set-c"])
+@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D], ids=["set-a", "set-b", "set-c", "set-d"])
 def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
     for group in load_labelled_groups(path):

@@ -719,7 +719,7 @@ def training_groups(
         parts.append(("judge-bench", lambda: [t for g in perturbation_groups(perturbation, seed=seed) for t in g.trajectories]))
     played: list[tuple[str, list[Trajectory], list[JudgeScore]]] = []
     for name, play in parts:
-        stored = Path(cache) / f"{family}-{name}-{scenarios if name != 'judge-bench' else perturbation}-{seed}-v6.jsonl" if cache else None
+        stored = Path(cache) / f"{family}-{name}-{scenarios if name != 'judge-bench' else perturbation}-{seed}-v7.jsonl" if cache else None
         if stored is not None and stored.is_file():
             records = [json.loads(line) for line in stored.read_text().splitlines() if line]
             episodes = [Trajectory.model_validate(r["trajectory"]) for r in records]

@@ -33,6 +33,11 @@ _WRITTEN_DATE = re.compile(
     rf"(?<![\w.])(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\.?,?|{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?)\s+(\d{{4}})(?![\w.])",
     re.IGNORECASE,
 )
+# "12 April", "April 12th": a date written without its year (not followed by one)
+_YEARLESS_DATE = re.compile(
+    rf"(?<![\w.])(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\b|{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)(?!\.?,?\s+\d{{4}})",
+    re.IGNORECASE,
+)
 _MONTHS = {name: number for number, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 _CITATION = re.compile(r"\[[^\[\]\s]{1,128}\]")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
@@ -42,7 +47,8 @@ _SPACE = re.compile(r"\s+")
 # Phrases an answer uses to say the sources lack the answer, or to offer a human.
 ABSTENTION = re.compile(
     r"\b(?:i (?:do not|don't|cannot|can't|could not|couldn't|was unable to|am unable to|wasn't able to) "
-    r"(?:find|know|locate|see|answer|confirm|determine|give you (?:a|an|any) (?:reliable |exact |accurate )?(?:answer|estimate|figure))"
+    r"(?:find|know|locate|see|answer|confirm|determine|quote"
+    r"|give you (?:a|an|any) (?:reliable |exact |accurate )?(?:answer|estimate|figure))"
     r"|(?:unable|not able) to (?:find|locate|answer|confirm|determine|say|tell)"
     r"|(?:no|not any|isn't any|is no) (?:\w+ )?(?:information|mention|details?|documentation|article|page|entry)"
     # "it does not cover accidental damage" is an answer, not an abstention: only the sources lack things
@@ -50,6 +56,7 @@ ABSTENTION = re.compile(
     r"(?:doesn't|does not|don't|do not) (?:mention|cover|contain|say|include|list|document)"
     r"|not (?:in|covered (?:in|by)|mentioned in|documented in|listed in|found in) (?:the|our|any) "
     r"(?:knowledge base|documentation|docs|articles?|help cent(?:er|re)|context|sources?)"
+    r"|there(?:'s| is) nothing (?:about|on|regarding)"
     r"|not sure|don't have (?:that|this|any) information|no such (?:product|model|item))",
     re.IGNORECASE,
 )
@@ -102,6 +109,25 @@ def extract_entities(text: str) -> set[str]:
     text = _LIST_MARKER.sub(" ", text)
     entities.update(f"num:{canonical_number(m)}" for m in _NUMBER.findall(text))
     return entities
+
+
+def with_years(text: str, context: str) -> str:
+    """`text` with each date written without a year ("delivered on 12 April") given the year
+    of a date in `context` on that day, or else the year every date of `context` shares, so
+    that `extract_entities` reads it as that date; dates it cannot place stay as they are."""
+    if not _YEARLESS_DATE.search(text):
+        return text
+    known = [e[5:] for e in extract_entities(context) if e.startswith("date:")]
+    years = {d[:4] for d in known}
+
+    def place(match: re.Match[str]) -> str:
+        day_first, month_first, month_second, day_second = match.groups()
+        day, month = int(day_first or day_second), _MONTHS[(month_first or month_second)[:3].casefold()]
+        same_day = {d[:4] for d in known if d[5:] == f"{month:02d}-{day:02d}"}
+        year = next(iter(same_day)) if len(same_day) == 1 else next(iter(years)) if len(years) == 1 and not same_day else None
+        return f"{year}-{month:02d}-{day:02d}" if year and 1 <= day <= 31 else match.group()
+
+    return _YEARLESS_DATE.sub(place, text)
 
 
 def normalize_text(text: str) -> str:
@@ -216,6 +242,7 @@ __all__ = [
     "FORMAT_ERROR_PREFIX",
     "canonical_number",
     "extract_entities",
+    "with_years",
     "fact_present",
     "normalize_text",
     "seen_text",

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..trajectory import Trajectory
 from .base import BatchJudge, JudgeScore
-from .facts import ABSTENTION, extract_entities
+from .facts import ABSTENTION, extract_entities, with_years
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -260,9 +260,10 @@ def context_chunks(text: str) -> list[str]:
 
 
 def _unsupported(answer: str, context: str) -> list[str]:
-    stated = extract_entities(answer)
+    stated = extract_entities(with_years(answer, context))
     known = extract_entities(context)
     missing = stated - known
+    missing -= _dates_after(missing, known, stated)
     operands = [float(e[4:]) for e in stated & known if _is_number(e)]
     spans = _day_spans(stated, known) if any(_is_number(e) for e in missing) else set()
     for _ in range(2):  # one more step: "20% of $1,249.95 is $249.99, so you get $999.96 back"
@@ -274,21 +275,32 @@ def _unsupported(answer: str, context: str) -> list[str]:
     return sorted(missing)
 
 
+def _dates_after(dates: set[str], known: set[str], stated: set[str]) -> set[str]:
+    """The `dates` that are a known date plus or minus a number of days the answer states
+    ("delivered on 10 July; the 30-day window closed on 9 August")."""
+    days = [int(float(e[4:])) for e in stated if _is_number(e) and 0 < float(e[4:]) <= 366 and float(e[4:]).is_integer()]
+    if not days:
+        return set()
+    reachable = {str(d + timedelta(days=n * sign)) for d in _dates(known)[:200] for n in days for sign in (1, -1)}
+    return {e for e in dates if e.startswith("date:") and e[5:] in reachable}
+
+
+def _dates(entities: set[str]) -> list[date]:
+    found = []
+    for e in entities:
+        if e.startswith("date:"):
+            try:
+                found.append(date.fromisoformat(e[5:]))
+            except ValueError:
+                continue
+    return found
+
+
 def _day_spans(stated: set[str], known: set[str]) -> set[float]:
     """Days between a date the answer states and any date it or the context holds ("delivered
     on 2025-05-03, 32 days ago" when the context says today is 2025-06-04)."""
 
-    def dates(entities: set[str]) -> list[date]:
-        found = []
-        for e in entities:
-            if e.startswith("date:"):
-                try:
-                    found.append(date.fromisoformat(e[5:]))
-                except ValueError:
-                    continue
-        return found
-
-    own, every = dates(stated), dates(stated | known)[:500]
+    own, every = _dates(stated), _dates(stated | known)[:500]
     return {float(abs((a - b).days)) for a in own for b in every}
 
 

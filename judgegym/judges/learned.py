@@ -23,7 +23,7 @@ import numpy as np
 
 from ..trajectory import Trajectory
 from .base import BatchJudge, JudgeScore
-from .facts import ABSTENTION, ESCALATION, FORMAT_ERROR_PREFIX, canonical_number, extract_entities, seen_text, strip_copied
+from .facts import ABSTENTION, ESCALATION, FORMAT_ERROR_PREFIX, canonical_number, extract_entities, seen_text, strip_copied, with_years
 
 WEIGHTS_PATH = Path(__file__).with_name("learned_weights.json")
 """The shipped weights, written by ``python -m judgegym.benchmarks.learned_judge train``."""
@@ -256,7 +256,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
     view = _View.of(trajectory)
     seen = seen_text(trajectory.messages)
     g = grounding.components
-    answer = strip_copied(view.answer, [view.system, view.question])
+    answer = with_years(strip_copied(view.answer, [view.system, view.question]), f"{view.system}\n{seen}")
     answered = bool(answer.strip(" \n\t.,;:!?-"))
     words = len(view.answer.split())
     limit_match = _WORD_LIMIT.search(view.question) or _WORD_LIMIT.search(view.system)
@@ -358,10 +358,10 @@ def _entity_context(answer: str, seen: str) -> tuple[float, float]:
     """How well the words around each figure or person of `answer` match the words around
     it where the agent saw it: per figure (or two-word name), the best share of its
     clause's content words (its sentence's, for a clause of under two) that a seen sentence
-    holding it also has; a clause, so that a summary packing many facts into one sentence
-    is judged fact by fact. (mean, min) over the
-    answer's figures and names that were seen; (1, 1) when there are none. A figure or a
-    name moved to the wrong product, section or role keeps its value but loses its context."""
+    holding it also has; a clause, so that a summary packing many facts into one sentence is
+    judged fact by fact. (mean, min) over the answer's figures and names that were seen;
+    (1, 1) when there are none. A figure or a name moved to the wrong product, section or
+    role keeps its value but loses its context."""
     by_entity: dict[str, list[set[str]]] = {}
     for sentence in _SENTENCE_END.split(seen):
         words = {w.casefold() for w in _CONTENT_WORD.findall(sentence)}
@@ -425,14 +425,18 @@ def articles_shown(results: Sequence[str]) -> dict[str, str]:
 
 
 def off_subject_articles(question: str, articles: dict[str, str]) -> set[str]:
-    """The ids of `articles` (`articles_shown`) whose title names a product, team or place that neither the
-    question nor an article about what it asks names: a run of two or more capitalised words
-    or numbers ("Zephyr 6 Pro", "Haven 9 Plus") other than an asked name, an asked name with
-    more words ("Lumina 7 FAQ") or a series it belongs to ("Zephyr 6 series"). So for "the
-    Zephyr 6 Lite", "Zephyr 6" and "Zephyr 6 Pro" are off subject, while the support team the
-    Zephyr 6 Lite's overview names is not. Titles and questions that name nothing mark no
-    article. A figure found only in such articles belongs to a sibling product. The words
-    that extend a name are not told apart: "Zephyr 6 Pro" counts as about the "Zephyr 6"."""
+    """The ids of `articles` (`articles_shown`) whose title names a product, team or place
+    that neither the question nor an article about what it asks names.
+
+    A name is a run of two or more capitalised words or numbers ("Zephyr 6 Pro", "Haven 9
+    Plus"); a title is about what was asked when it names an asked name, an asked name with
+    more words ("Lumina 7 FAQ") or a series an asked name belongs to ("Zephyr 6 series"), or
+    nothing at all ("Refund policy and restocking fees"). So for "the Zephyr 6 Lite", the
+    "Zephyr 6" and "Zephyr 6 Pro" articles are off subject, while the support team the Zephyr
+    6 Lite's overview names is not (one hop, never to a name of the asked one's family). A
+    question that names nothing marks no article. A figure found only in such articles
+    belongs to a sibling product. The words that extend a name are not told apart: "Zephyr 6
+    Pro" counts as about the "Zephyr 6"."""
     asked = {_name_key(run) for run in name_runs(question)}
     if not asked:
         return set()
