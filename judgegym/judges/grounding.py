@@ -125,9 +125,11 @@ class GroundingJudge(BatchJudge):
       evidence nor in Q. A number that is the sum, difference, product, ratio or percentage
       of two numbers A itself states and the context supports counts as supported (A showed
       its work: "$759.99 and $1,369.99, so $610.00 less", and one more step from such a
-      worked-out number), and so does a number of days
-      between a date A states and one A or the context gives ("delivered on 2025-05-03,
-      32 days ago"). ``grounding = 0.5 ** unsupported``.
+      worked-out number), and so do a number of days between a date A states and one A or
+      the context gives ("delivered on 2025-05-03, 32 days ago") and a date a number of days
+      A states from a known one ("the 30-day window closed on 2025-06-02"). A date written
+      without its year takes the context's (`facts.with_years`). ``grounding = 0.5 **
+      unsupported``.
     - ``coverage``: cosine similarity of A with Q, ramped from `coverage_low` to
       `coverage_high`: does A address the question at all?
     - ``abstained``: A says the context lacks the answer ("I couldn't find ...").
