@@ -441,11 +441,16 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
 @pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D], ids=["set-a", "set-b", "set-c", "set-d"])
 def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
-    for group in load_labelled_groups(path):
+
+    def injected(label: object) -> bool:
+        return "inject" in str(label) or "judge" in str(label)
+
+    groups = [g for g in load_labelled_groups(path) if any(injected(t.info["perturbation"]) for t in g.trajectories)]
+    assert len(groups) >= 8
+    for group in groups:
         scores = judge.score_many(group.trajectories)
         top = max(range(len(scores)), key=lambda i: scores[i].score)
-        label = str(group.trajectories[top].info["perturbation"])
-        assert "inject" not in label and "judge" not in label, (group.scenario_id, label)
+        assert not injected(group.trajectories[top].info["perturbation"]), (group.scenario_id, group.trajectories[top].info["perturbation"])
 
 
 # -- retraining ----------------------------------------------------------------------------------
