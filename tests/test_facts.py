@@ -75,6 +75,15 @@ def test_a_date_without_its_year_takes_the_year_of_the_context():
     assert with_years("Due 4 June 2026, or May 3.", "") == "Due 4 June 2026, or May 3."  # a year given, or none to take
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_placing_years_never_fails_and_changes_only_dates(text, context):
+    placed = with_years(text, context)
+    assert isinstance(placed, str)
+    if placed != text:
+        assert {e for e in extract_entities(placed) if e.startswith("date:")} - extract_entities(text)
+
+
 def test_distinct_numbers_stay_distinct():
     assert extract_entities("100 and 10 and 1000") == {"num:100", "num:10", "num:1000"}
     assert extract_entities("12") != extract_entities("120")

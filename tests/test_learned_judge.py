@@ -131,6 +131,14 @@ def test_articles_about_a_sibling_product_are_off_subject():
     assert off_subject_articles("Is the Zephyr 6 cheaper than the Zephyr 6 Lite?", ARTICLES) == set()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60), st.lists(st.text(max_size=120), max_size=4))
+def test_off_subject_articles_are_some_of_the_articles_shown(question, results):
+    headed = [f"[doc-{i}] {text}" for i, text in enumerate(results)] + results
+    articles = articles_shown(headed)
+    assert off_subject_articles(question, articles) <= set(articles)
+
+
 def test_a_figure_and_citation_from_the_sibling_product_are_off_subject():
     search = "\n\n".join(text for doc_id, text in ARTICLES.items() if doc_id in ("zephyr-6-lite-overview", "zephyr-6-overview"))
 

@@ -288,6 +288,7 @@ def _dates_after(dates: set[str], known: set[str], stated: set[str]) -> set[str]
 
 
 def _dates(entities: set[str]) -> list[date]:
+    """The dates among `entities`, in order (so a cap on how many are used is the same every run)."""
     found = []
     for e in entities:
         if e.startswith("date:"):
@@ -295,7 +296,7 @@ def _dates(entities: set[str]) -> list[date]:
                 found.append(date.fromisoformat(e[5:]))
             except ValueError:
                 continue
-    return found
+    return sorted(found)
 
 
 def _day_spans(stated: set[str], known: set[str]) -> set[float]:
