@@ -25,6 +25,8 @@ from judgegym.judges.learned import (
     _grounded,
     articles_shown,
     family_of,
+    figures_misattached,
+    figures_wrong_product,
     load_heads,
     off_subject_articles,
     trajectory_features,
@@ -35,6 +37,8 @@ HANDWRITTEN = Path(__file__).parent / "data" / "judge_groups_handwritten.jsonl"
 HANDWRITTEN_B = Path(__file__).parent / "data" / "judge_groups_handwritten_b.jsonl"
 HANDWRITTEN_C = Path(__file__).parent / "data" / "judge_groups_handwritten_c.jsonl"
 HANDWRITTEN_D = Path(__file__).parent / "data" / "judge_groups_handwritten_d.jsonl"
+HANDWRITTEN_E = Path(__file__).parent / "data" / "judge_groups_handwritten_e.jsonl"
+HANDWRITTEN_SETS = [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D, HANDWRITTEN_E]
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without loading MiniLM
 
 
@@ -163,6 +167,70 @@ def test_the_sibling_figures_agent_takes_a_figure_from_the_sibling_article():
 
     rewritten = learned_judge._sibling_figures("It costs $1,239.99 [zephyr-6-lite-overview].", info, random.Random(0))
     assert "$1,499.00" in rewritten and "$1,239.99" not in rewritten
+
+
+SHIPPING = (
+    "Parcel items cost $3.99 with standard shipping and $13.99 with express shipping. "
+    "Delivery times: standard within 4 business days, express within 1 business day."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "misattached"),
+    [
+        ("Standard shipping arrives within 4 business days.", 0.0),
+        ("Delivery takes 1 business day.", 0.0),  # says nothing that ties 1 to the other figure
+        ("Express: 1 business day; standard: 4 business days.", 0.0),
+        ("Standard delivery takes 1 business day.", 1.0),  # the express time given as the standard one
+        ("The total is $173.99: $170.00 plus $13.99 for standard parcel shipping.", 1.0),
+    ],
+)
+def test_a_figure_tied_to_another_figures_words_is_misattached(answer, misattached):
+    assert figures_misattached(answer, SHIPPING) == misattached
+
+
+def test_names_listed_together_share_what_is_said_of_them():
+    seen = (
+        "Arclight Data and Ironleaf Software were also shortlisted. Renata Brennan chaired the meeting and Farah Ivanova took the minutes."
+    )
+    assert figures_misattached("Arclight Data was shortlisted; Farah Ivanova took the minutes.", seen) == 0.0
+    assert figures_misattached("Farah Ivanova chaired the meeting.", seen) == 1.0
+
+
+WARRANTIES = {
+    "prism-8-pro-warranty": "[prism-8-pro-warranty] Prism 8 Pro warranty & return policy\n\nWarranty: 12 months. Returns: 45 days.",
+    "prism-8-ultra-warranty": "[prism-8-ultra-warranty] Prism 8 Ultra warranty & return policy\n\nWarranty: 24 months. Returns: 60 days.",
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "wrong"),
+    [
+        ("The Prism 8 Ultra has 24 months against 12 months for the Prism 8 Pro, so 12 months more.", 0.0),
+        ("| Prism 8 Pro | 12 months |\n| Prism 8 Ultra | 24 months |\nThe Prism 8 Ultra wins by 12 months.", 0.0),
+        ("The Prism 8 Pro wins: it's covered for 24 months, while the Ultra gets 12.", 1.0),  # the swapped comparison
+        ("The Prism 8 Pro is covered for 24 months, returns of the Prism 8 Pro take 45 days.", 0.5),
+        ("The Prism 8 Pro is covered for 24 months and returns take 45 days.", 1.0),  # a part naming no product is not checked
+    ],
+)
+def test_a_figure_said_of_the_sibling_product_is_the_wrong_products(answer, wrong):
+    assert figures_wrong_product(answer, WARRANTIES) == wrong
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120), st.text(max_size=200))
+def test_the_misattachment_shares_are_shares_for_any_text(answer, seen):
+    articles = articles_shown([seen])
+    assert 0.0 <= figures_misattached(answer, seen) <= 1.0
+    assert 0.0 <= figures_wrong_product(answer, {**articles, **WARRANTIES}) <= 1.0
+
+
+def test_the_other_attribute_agent_quotes_the_figure_beside_the_right_one():
+    info = {"_observation": [{"role": "user", "content": "How long does standard shipping take?"}, {"role": "tool", "content": SHIPPING}]}
+    rewritten = learned_judge._other_attribute("Standard shipping takes 4 business days [shipping].", info, random.Random(0))
+    assert rewritten == "Standard shipping takes 1 business days [shipping]."
+    episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=rewritten)])
+    assert learned_judge._teacher("other_attribute", episode) == 0.2
 
 
 @pytest.mark.parametrize(
@@ -324,6 +392,10 @@ def test_a_summary_of_one_section_covers_less_than_one_of_all():
     assert covered("Revenue reached $4.2 million; Maria Lopez leads the migration; churn dropped to 3.1%.") == 1.0
     assert covered("Revenue rose to $4.2 million in March.") == pytest.approx(1 / 3)
 
+    listing = "[s1] Part (7 words)\n[s2] Part (6 words)\n[s3] Part (8 words)\n[s4] Part (9 words)"
+    messages[2:] = [call("l", "list_sections"), tool("l", listing), *messages[2:4]]  # listed four, read only the first
+    assert covered("Revenue rose to $4.2 million in March.") == pytest.approx(1 / 4)
+
 
 def test_each_family_head_reads_only_its_kind_of_features():
     assert "sections_covered" not in FAMILY_FEATURES["rag"] and "cited_read_share" not in FAMILY_FEATURES["support"]
@@ -436,7 +508,7 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D], ids=["set-a", "set-b", "set-c", "set-d"])
+@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e"])
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
     assert len(groups) >= 30
@@ -446,7 +518,7 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D], ids=["set-a", "set-b", "set-c", "set-d"])
+@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e"])
 def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
 

@@ -73,6 +73,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _PERSON = re.compile(r"(?<![\w-])[A-Z][a-z]+ [A-Z][a-z]+(?![\w-])")
 _DUMPED = re.compile(r"\S*\d\S*(?:\s+[^\W\d_]{2,})?")  # a token with a digit, and the word after it (its unit)
 _INJECTED = "injected"
+_MOVED_FIGURES = ("swapped_figures", "other_attribute")  # rewrites that keep the gold figures but move them
 _TIE_MARGIN = 0.05  # verifier scores closer than this are a tie; the tie-break then orders the pair at a lower weight
 _TIE_WEIGHT = 0.25
 
@@ -187,6 +188,35 @@ def _figure_kind(match: re.Match[str]) -> tuple[bool, bool, bool, str]:
     figure, after = match.group(), match.string[match.end() : match.end() + 20].split()
     unit = after[0].casefold().rstrip("s.,;:") if after and after[0][:1].isalpha() else ""
     return figure.startswith("$"), figure.endswith("%"), "." in figure, unit
+
+
+def _other_attribute(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """Each figure swapped for another figure of its kind that a sentence the agent read
+    states beside it (the express time for the standard one, the bulky rate for the parcel
+    rate), citations kept: the confident answer that quotes the right article, wrongly.
+    Without such a sentence, figures moved between the answer's sentences."""
+    sentences = [s for result in _tool_results(info) for s in re.split(r"(?<=[.!?])\s+|\n+", result)]
+    swapped = False
+
+    def swap(match: re.Match[str]) -> str:
+        nonlocal swapped
+        if _in_name(match):
+            return match.group()
+        kind = _figure_kind(match)
+        beside = [
+            m.group()
+            for sentence in sentences
+            if re.search(rf"(?<![\w.]){re.escape(match.group())}(?![\w])", sentence)
+            for m in _FIGURE.finditer(sentence)
+            if m.group() != match.group() and not _in_name(m) and _figure_kind(m) == kind
+        ]
+        if not beside:
+            return match.group()
+        swapped = True
+        return rng.choice(sorted(set(beside)))
+
+    rewritten = _FIGURE.sub(swap, answer)
+    return rewritten if swapped else _swap_figures(answer, info, rng)
 
 
 class _SiblingAnswer(Agent):
@@ -452,6 +482,7 @@ def _agents(family: str) -> list[Agent]:
             _Rewrite(oracle(), "wrong_figures", _shift_figures),
             _Rewrite(oracle(), "swapped_figures", _swap_figures),
             _SiblingAnswer(),
+            _Rewrite(oracle(), "other_attribute", _other_attribute),
             _Rewrite(oracle(), "half", _half),
             _Rewrite(oracle(), "hedged", _hedge),
             *(_Rewrite(oracle(), name, rewrite) for name, rewrite in _GAMING.items()),
@@ -526,7 +557,10 @@ def _teacher(label: str, trajectory: Trajectory) -> float:
       did nothing, although the verifier gives both 0. Among the harmless episodes it
       scores 0, doing part of the job ranks higher: identifying the customer, telling the
       required facts, the right end state (up to 0.4);
-    - in RagSupport, a hedged answer is worth at most half a confident one (``hedged``).
+    - in RagSupport, a hedged answer is worth at most half a confident one (``hedged``), and
+      an answer whose figures were moved to other facts (``swapped_figures``,
+      ``other_attribute``) at most 0.2, as a wrong figure is: the verifier finds each gold
+      figure in it, but not where it belongs.
     """
     if label == _INJECTED:
         return -0.1
@@ -542,6 +576,8 @@ def _teacher(label: str, trajectory: Trajectory) -> float:
             return 0.1 * m.get("identified", 0.0) + 0.1 * m.get("info", 0.0) + 0.2 * m.get("db_match", 0.0)
     if label == "hedged":
         return min(verified, 0.5)
+    if label in _MOVED_FIGURES and any(not _in_name(m) for m in _FIGURE.finditer(_CITATION.sub("", trajectory.final_answer))):
+        return min(verified, 0.2)
     return verified
 
 
@@ -632,7 +668,7 @@ SIGNS: dict[str, int] = {
             "over_limit", "copied_instructions", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
             "format_errors", "truncated", "refused_calls", "write_before_identified", "write_unmentioned_order",
             "unconfirmed_writes", "false_claims", "outside_window", "dispute_refunded", "needless_escalation", "title_share",
-            "figures_off_subject", "cited_off_subject",
+            "figures_off_subject", "cited_off_subject", "figures_misattached", "figures_wrong_product",
         ),
         -1,
     ),

@@ -42,6 +42,7 @@ FEATURES = (
     "entity_seen_share",
     "entity_context",
     "entity_context_min",
+    "figures_misattached",
     "addresses_judge",
     "hedges",
     "abstained",
@@ -73,6 +74,7 @@ FEATURES = (
     "entities_read_share",
     "figures_off_subject",
     "cited_off_subject",
+    "figures_wrong_product",
     # conversations with actions
     "identified",
     "asked_identity",
@@ -96,7 +98,10 @@ FEATURES = (
 """The feature names, in the order of the weight vectors."""
 
 _ONLY = {
-    "rag": ("citations", "cited_seen_share", "cited_read_share", "searched", "reads", "figures_off_subject", "cited_off_subject"),
+    "rag": (
+        "citations", "cited_seen_share", "cited_read_share", "searched", "reads", "figures_off_subject", "cited_off_subject",
+        "figures_wrong_product",
+    ),
     "support": (
         "identified", "asked_identity", "refused_calls", "writes_ok", "writes_failed", "write_before_identified",
         "write_unmentioned_order", "unconfirmed_writes", "false_claims", "outcome_told", "outside_window",
@@ -122,6 +127,13 @@ _NAME = re.compile(r"(?<![\w-])[A-Z][\w'-]*")
 _PERSON = re.compile(r"(?<![\w-])[A-Z][a-z]+ [A-Z][a-z]+(?:-[A-Z][a-z]+)?(?![\w-])")
 _CLAUSE_END = re.compile(r"[;:]\s|,\s|\s[-\u2013\u2014]\s|[()]|\band\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_PART_END = re.compile(r";\s|,\s|\s[-\u2013\u2014]\s|[()]|\b(?:and|or|but|plus|while|whereas|against|versus|vs)\b")
+_LABEL_END = re.compile(r":\s")
+_FIGURE_TEXT = re.compile(r"\$?\d[\d,]*(?:\.\d+)?%?")
+_FUNCTION_WORDS = frozenset(
+    "the for and with from that this these those are was were has have had its per each you your our will can "
+    "all also but not any into than then which who whom there their they them been being about".split()
+)
 _ADDRESSEE = (
     r"(?<![\w-])(?:grader|graders|evaluator|evaluators|judge|judges|reviewer|reviewers|scorer|scorers|rater|raters|assessor|"
     r"(?:grading|evaluation|scoring|reward) (?:model|system|process))(?![\w-])"
@@ -277,6 +289,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "entity_seen_share": len(_grounded(entities, seen_entities)) / len(entities) if entities else 1.0,
         "entity_context": context,
         "entity_context_min": context_min,
+        "figures_misattached": figures_misattached(answer, seen),
         "addresses_judge": float(bool(_JUDGE_ADDRESS.search(view.answer))),
         "hedges": float(bool(_HEDGE.search(answer))),
         "abstained": float(abstained),
@@ -386,6 +399,95 @@ def _anchors(sentence: str) -> set[str]:
     return extract_entities(sentence) | set(_PERSON.findall(sentence))
 
 
+def figures_misattached(answer: str, seen: str) -> float:
+    """Share of the figures and names of `answer` that it ties to the words the agent saw
+    tied to another figure of the same sentence, among those it can check (ones seen beside
+    another figure, in a part of the answer that says something about them); 0 when none.
+
+    "Delivery times: standard within 4 business days, express within 1 business day": the
+    words only 4's part of that sentence holds are "standard", only 1's "express". "Standard
+    delivery takes 1 business day" names "standard" and not "express" beside 1, so its 1 is
+    misattached, as is a target given as the measured value or a lead named as the sponsor.
+    One seen sentence that ties the figure to a word of its part of the answer clears it."""
+    ties: dict[str, list[tuple[set[str], set[str]]]] = {}
+    for sentence in _SENTENCE_END.split(seen):
+        parts = [(_figures(part), part) for part in _split(sentence, _PART_END, _LABEL_END)]
+        parts = [(anchors, _words(part, anchors)) for anchors, part in parts if anchors]
+        if len({frozenset(anchors) for anchors, _ in parts}) < 2:
+            continue
+        for entity in set().union(*(anchors for anchors, _ in parts)):
+            own = set().union(*(words for anchors, words in parts if entity in anchors))
+            other = set().union(*(words for anchors, words in parts if entity not in anchors and _kind(entity) in map(_kind, anchors)))
+            if own - other:  # "Arclight Data and Ironleaf Software were shortlisted": Arclight's part says nothing
+                ties.setdefault(entity, []).append((own - other, other - own))
+    verdicts: dict[str, bool] = {}
+    for sentence in _SENTENCE_END.split(_CITATION.sub(" ", answer)):
+        said = _words(sentence, _figures(sentence))
+        for part in _split(sentence, _PART_END):
+            anchors = _figures(part)
+            words = _words(part, anchors)
+            for entity in anchors & ties.keys():
+                if sum(_kind(a) == _kind(entity) for a in anchors) > 1:  # "Ana Lee with Bo Chan as secretary": whose words?
+                    continue
+                wrong = any(words & other and not said & own for own, other in ties[entity])
+                right = any(said & own for own, _ in ties[entity])
+                if wrong or right:
+                    verdicts[entity] = verdicts.get(entity, False) or right
+    return sum(not right for right in verdicts.values()) / len(verdicts) if verdicts else 0.0
+
+
+def _figures(text: str) -> set[str]:
+    """The figures (not those of a product name: the 1 of "Talon 1 Plus") and people of `text`."""
+    return extract_entities(_NAME_RUN.sub(" ", text)) | set(_PERSON.findall(text))
+
+
+def _kind(entity: str) -> str:
+    """A figure's kind ("num", "date", "email", "phone") or "person"."""
+    return entity.partition(":")[0] if ":" in entity else "person"
+
+
+def _split(text: str, *patterns: re.Pattern[str]) -> list[str]:
+    parts = [text]
+    for pattern in patterns:
+        parts = [piece for part in parts for piece in pattern.split(part) if piece and piece.strip()]
+    return parts
+
+
+def _words(text: str, anchors: set[str]) -> set[str]:
+    """The content words of `text`, singular, without those of its names (`anchors`)."""
+    names = {w.casefold() for anchor in anchors for w in anchor.split()}
+    words = (m.casefold() for m in _CONTENT_WORD.findall(text))
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in names and w not in _FUNCTION_WORDS}
+
+
+def figures_wrong_product(answer: str, articles: dict[str, str]) -> float:
+    """Share of the figures `answer` says of a product (the nearest product name in the
+    figure's part of the sentence; a part that names none is not checked) that only the articles about another product of its family state
+    ("24 months" said of the Prism 8 Pro, when only the Prism 8 Ultra's article has it): a
+    swapped comparison or the sibling's figure. A product is a name an article's title
+    holds; a figure any of whose mentions names a product whose article states it is right;
+    0 when no figure can be checked."""
+    titles = {doc_id: {_name_key(run) for run in _NAME_RUN.findall(text.partition("\n")[0])} for doc_id, text in articles.items()}
+    products = set().union(*titles.values()) if titles else set()
+    figures = {doc_id: extract_entities(text.partition("\n")[2]) for doc_id, text in articles.items()}
+    verdicts: dict[str, bool] = {}
+    mention = re.compile("|".join(rf"(?<![\w-]){re.escape(p)}(?![\w-])" for p in sorted(products, key=len, reverse=True)), re.I)
+    said: list[tuple[str, str]] = []  # (product, entity)
+    for part in _split(_CITATION.sub(" ", answer), _SENTENCE_END, _PART_END) if products else []:
+        names = [(m.start(), m.group().casefold()) for m in mention.finditer(part)]
+        blanked = mention.sub(lambda m: " " * len(m.group()), part)
+        for figure in _FIGURE_TEXT.finditer(blanked) if names else []:
+            near = min(names, key=lambda n: abs(n[0] - figure.start()))[1]
+            said += [(near, entity) for entity in extract_entities(figure.group())]
+    for product, entity in said:
+        holding = {doc_id for doc_id, found in figures.items() if entity in found}
+        right = any(product in titles[doc_id] for doc_id in holding)
+        sibling = all(any(n != product and n.split()[0] == product.split()[0] for n in titles[doc_id]) for doc_id in holding)
+        if holding and (right or sibling):
+            verdicts[entity] = verdicts.get(entity, False) or right
+    return sum(not right for right in verdicts.values()) / len(verdicts) if verdicts else 0.0
+
+
 def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]:
     cited = set(_CITATION.findall(answer))
     listed = set(_ARTICLE_HEADER.findall(seen))
@@ -409,6 +511,7 @@ def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]
         "entities_read_share": len(_grounded(entities, extract_entities(read_in_full))) / len(entities) if entities else 0.0,
         "figures_off_subject": sum(docs <= off_subject for docs in where.values()) / len(where) if where else 0.0,
         "cited_off_subject": len(cited & off_subject) / len(cited) if cited else 0.0,
+        "figures_wrong_product": figures_wrong_product(answer, articles),
     }
 
 
@@ -554,14 +657,15 @@ def _section_features(view: _View, answer: str) -> dict[str, float]:
     return {
         "read_share": len(read & {s.casefold() for s in sections}) / len(sections) if sections else float(bool(read)),
         "title_share": sum(w in titles for w in answer_words) / len(answer_words) if answer_words and titles else 0.0,
-        "sections_covered": _sections_covered(view, answer),
+        "sections_covered": _sections_covered(view, answer, {s.casefold() for s in sections}),
     }
 
 
-def _sections_covered(view: _View, answer: str) -> float:
-    """Share of the sections read that the answer draws on: it repeats a figure or a name of
-    the section, or two words that only that section uses. A summary of one section, or of
-    the headings, covers few; 0 when no section was read."""
+def _sections_covered(view: _View, answer: str, listed: set[str]) -> float:
+    """Share of the document's sections (those `listed` and those read) that the answer draws
+    on: it repeats a figure or a name of a section read, or two words that only that section
+    uses. A summary of one section, or of the headings, covers few, and so does one that
+    read only the first of the sections listed; 0 when no section was read."""
     texts: dict[str, str] = {}
     for call in view.calls:
         if call.ok and call.name == "read_section":
@@ -576,7 +680,7 @@ def _sections_covered(view: _View, answer: str) -> float:
     for key, text in texts.items():
         others = set().union(*(w for k, w in words.items() if k != key))
         covered += bool(_anchors(text) & answer_anchors) or len((words[key] - others) & answer_words) >= 2
-    return covered / len(texts)
+    return covered / len(listed | texts.keys())
 
 
 def _order_id(call: _Call) -> str:
