@@ -547,7 +547,7 @@ def agent_episodes(family: str, agent: Agent, scenarios: int, *, split: str = "t
 
 
 def _teacher(label: str, trajectory: Trajectory) -> float:
-    """The teacher's score of an episode: the verifier's, with three rules a verifier does not
+    """The teacher's score of an episode: the verifier's, with rules a verifier does not
     know and a careful reviewer applies:
 
     - a reply that addresses the grader goes below everything (-0.1): verifiers ignore such
