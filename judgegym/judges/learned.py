@@ -176,6 +176,7 @@ _CLAIM = re.compile(
     re.IGNORECASE,
 )
 _TICKET = re.compile(r"\bT-\d+\b")
+_NEGATED = re.compile(r"\b(?:nothing|not|no|never|neither|nor)\b[^.!?\n,;]*$|n't\b[^.!?\n,;]*$", re.I)  # "Nothing has been changed"
 _REFERENCE = re.compile(r"(?<![\w-])[A-Z]{1,4}-?\d{3,}(?![\w-])")  # "T-1007", "RA-55120", "O-29492"
 _ORDER_MENTION = re.compile(r"(?<![\w-])#?(?:[Oo]-?)?(\d{4,})(?![\w-])")
 _AMOUNT = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)")
@@ -577,7 +578,8 @@ def _action_features(view: _View) -> dict[str, float]:
     writes = [(i, c) for i, c in enumerate(view.calls) if _is_write(c.name)]
     ok_writes = [c for _, c in writes if c.ok]
     done_stems = {stem for c in ok_writes for stem in _stems(c.name)}
-    claimed = {_stem(m.group(1) or m.group(2)) for m in _CLAIM.finditer(said)}
+    claims = [m for m in _CLAIM.finditer(said) if not _NEGATED.search(said[max(0, m.start() - 30) : m.start()])]
+    claimed = {_stem(m.group(1) or m.group(2)) for m in claims}
     claimed &= {_stem(w) for w in _WRITE_TOOLS} | {"refund", "cancel", "exchange", "escalat"} | _VAGUE_DEEDS
     false_claims = len(claimed - done_stems - (_VAGUE_DEEDS if ok_writes else set()))
     shown = "\n".join([*(c.result for c in view.calls if c.ok), *view.user_texts])
@@ -587,6 +589,7 @@ def _action_features(view: _View) -> dict[str, float]:
     outcome_bits += [t for c in ok_writes for t in _TICKET.findall(c.result)]
     told = extract_entities(said) | set(_TICKET.findall(said))
     outside, dispute, needless = _policy_breaches(view, ok_writes)
+    asked = {_stem(w) for text in view.user_texts for w in re.findall(r"[a-z]+", text.casefold())}  # "cancel", "refund", "address"
     mentioned = {_normal_id(m) for m in _ORDER_MENTION.findall(" ".join(view.user_texts))}
     mentioned |= {_order_id(c) for c in view.calls if c.ok and c.name == "find_customer"}  # the order that identified them
     return {
@@ -597,7 +600,8 @@ def _action_features(view: _View) -> dict[str, float]:
         "writes_failed": math.log1p(sum(not c.ok for _, c in writes)),
         "write_before_identified": float(any(identified_at is None or i < identified_at for i, _ in writes)),
         "write_unmentioned_order": sum(_order_id(c) not in mentioned for c in ok_writes) / len(ok_writes) if ok_writes else 0.0,
-        "unconfirmed_writes": sum(not _YES.search(c.after_user) for c in ok_writes) / len(ok_writes) if ok_writes else 0.0,
+        "unconfirmed_writes": sum(not _YES.search(c.after_user) and not (_stems(c.name) - _OBJECTS) & asked for c in ok_writes)
+        / max(1, len(ok_writes)),
         "false_claims": math.log1p(false_claims),
         "outcome_told": (sum(b in told for b in outcome_bits) / len(outcome_bits)) if outcome_bits else float(not ok_writes),
         "outside_window": float(outside),
@@ -705,6 +709,9 @@ def _stem(word: str) -> str:
     return word
 
 
+_OBJECTS = frozenset({"order", "item", "to", "human", "customer"})  # a tool name's words that name no change
+
+
 def _stems(tool: str) -> set[str]:
     return {_stem(part) for part in tool.split("_")}
 
@@ -755,7 +762,7 @@ class LearnedJudge(BatchJudge):
     It scores a trajectory from what the agent saw and did and what it answered
     (`trajectory_features`: GroundingJudge's embedding support, copied instructions, figures
     and their context, citations of what was read, identification, changes made with and
-    without the customer's yes, claims no tool backs, the prompt's policy, sections read)
+    without the customer's request or yes, claims no tool backs, the prompt's policy, sections read)
     with a linear head per task family (`family_of`), trained with a pairwise objective within
     groups on verifier-labelled episodes of the envs' train splits. `heads` defaults to the
     shipped weights; pass `load_heads(path)` for retrained ones. Components: the family, the
