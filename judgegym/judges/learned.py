@@ -589,7 +589,7 @@ def _action_features(view: _View) -> dict[str, float]:
     outcome_bits += [t for c in ok_writes for t in _TICKET.findall(c.result)]
     told = extract_entities(said) | set(_TICKET.findall(said))
     outside, dispute, needless = _policy_breaches(view, ok_writes)
-    asked = {_stem(w) for text in view.user_texts for w in re.findall(r"[a-z]+", text.casefold())}  # "cancel", "refund", "address"
+    asked = {w for text in view.user_texts for w in re.findall(r"[a-z]+", text.casefold())}
     mentioned = {_normal_id(m) for m in _ORDER_MENTION.findall(" ".join(view.user_texts))}
     mentioned |= {_order_id(c) for c in view.calls if c.ok and c.name == "find_customer"}  # the order that identified them
     return {
@@ -600,8 +600,7 @@ def _action_features(view: _View) -> dict[str, float]:
         "writes_failed": math.log1p(sum(not c.ok for _, c in writes)),
         "write_before_identified": float(any(identified_at is None or i < identified_at for i, _ in writes)),
         "write_unmentioned_order": sum(_order_id(c) not in mentioned for c in ok_writes) / len(ok_writes) if ok_writes else 0.0,
-        "unconfirmed_writes": sum(not _YES.search(c.after_user) and not (_stems(c.name) - _OBJECTS) & asked for c in ok_writes)
-        / max(1, len(ok_writes)),
+        "unconfirmed_writes": sum(not (_YES.search(c.after_user) or _asked_for(c.name, asked)) for c in ok_writes) / max(1, len(ok_writes)),
         "false_claims": math.log1p(false_claims),
         "outcome_told": (sum(b in told for b in outcome_bits) / len(outcome_bits)) if outcome_bits else float(not ok_writes),
         "outside_window": float(outside),
@@ -709,7 +708,21 @@ def _stem(word: str) -> str:
     return word
 
 
-_OBJECTS = frozenset({"order", "item", "to", "human", "customer"})  # a tool name's words that name no change
+_ASKS = {
+    "refund": ("refund", "money", "return", "reimburs"),
+    "cancel": ("cancel",),
+    "exchang": ("exchang", "swap", "replace"),
+    "address": ("address", "moved", "moving", "deliver"),
+    "escalat": ("charg", "disput", "arriv", "authori", "fraud"),
+}
+"""The words (prefixes) by which a customer asks for each kind of change: "Can I get my money
+back?" asks for a refund, "I was charged twice" for the dispute's escalation."""
+
+
+def _asked_for(tool: str, words: set[str]) -> bool:
+    """Whether the customer's `words` ask for the kind of change `tool` makes."""
+    prefixes = [p for stem in _stems(tool) for p in _ASKS.get(stem, ())]
+    return any(word.startswith(p) for word in words for p in prefixes)
 
 
 def _stems(tool: str) -> set[str]:
