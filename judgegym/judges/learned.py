@@ -463,8 +463,9 @@ def _words(text: str, anchors: set[str]) -> set[str]:
 
 def figures_wrong_product(answer: str, articles: dict[str, str]) -> float:
     """Share of the figures `answer` says of a product (the nearest product name in the
-    figure's part of the sentence; a part that names none is not checked) that only the articles about another product of its family state
-    ("24 months" said of the Prism 8 Pro, when only the Prism 8 Ultra's article has it): a
+    figure's part of the sentence; a part that names none is not checked) that only the
+    articles about another product of its family state ("24 months" said of the Prism 8
+    Pro, when only the Prism 8 Ultra's article has it): a
     swapped comparison or the sibling's figure. A product is a name an article's title
     holds; a figure any of whose mentions names a product whose article states it is right;
     0 when no figure can be checked."""
