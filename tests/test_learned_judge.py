@@ -25,7 +25,9 @@ from judgegym.judges.learned import (
     _grounded,
     articles_shown,
     family_of,
+    figures_fit_elsewhere,
     figures_misattached,
+    figures_off_question,
     figures_wrong_product,
     load_heads,
     off_subject_articles,
@@ -39,8 +41,9 @@ HANDWRITTEN_C = Path(__file__).parent / "data" / "judge_groups_handwritten_c.jso
 HANDWRITTEN_D = Path(__file__).parent / "data" / "judge_groups_handwritten_d.jsonl"
 HANDWRITTEN_E = Path(__file__).parent / "data" / "judge_groups_handwritten_e.jsonl"
 HANDWRITTEN_F = Path(__file__).parent / "data" / "judge_groups_handwritten_f.jsonl"
-HANDWRITTEN_SETS = [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D, HANDWRITTEN_E, HANDWRITTEN_F]
-NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without loading MiniLM
+HANDWRITTEN_G = Path(__file__).parent / "data" / "judge_groups_handwritten_g.jsonl"
+HANDWRITTEN_SETS = [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D, HANDWRITTEN_E, HANDWRITTEN_F, HANDWRITTEN_G]
+NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
 
 def call(call_id: str, name: str, **arguments) -> Message:
@@ -232,6 +235,80 @@ def test_the_other_attribute_agent_quotes_the_figure_beside_the_right_one():
     assert rewritten == "Standard shipping takes 1 business days [shipping]."
     episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=rewritten)])
     assert learned_judge._teacher("other_attribute", episode) == 0.2
+
+
+REPORT = (
+    "Revenue reached $4.6M in the third quarter. Last quarter closed at $4.1M. "
+    "Bo Chan was the incident commander. Ana Lee ran communications with customers."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "elsewhere"),
+    [
+        ("Revenue this quarter was $4.6M and Bo Chan was the incident commander.", 0.0),
+        ("Revenue reached $4.6M, up from $4.1M last quarter; Ana Lee handled customer communications.", 0.0),
+        ("Third-quarter revenue was $4.1M.", 1.0),  # last quarter's figure
+        ("Revenue this quarter was $4.1M and Bo Chan was the incident commander.", 0.5),
+        ("The figures are in the report.", 0.0),  # nothing to check
+    ],
+)
+def test_a_figure_said_in_words_that_fit_another_figures_sentence_fits_elsewhere(answer, elsewhere):
+    assert figures_fit_elsewhere(answer, REPORT) == elsewhere
+
+
+RETURNS = {
+    "sierra-5-plus-warranty": (
+        "[sierra-5-plus-warranty] Warranty and returns for the Sierra 5 Plus\nEvery Sierra 5 Plus is covered by a limited "
+        "warranty for 24 months from the date of delivery. Returns: you can return the Sierra 5 Plus within 30 days of delivery "
+        "for a refund."
+    )
+}
+
+
+def test_a_figure_of_the_right_article_that_answers_another_question_is_off_question():
+    question = "Hi! I ordered the Sierra 5 Plus but I'm not sure I'll keep it. How long do I have to send it back?"
+    assert figures_off_question(question, "You have 30 days from delivery [sierra-5-plus-warranty].", RETURNS) == 0.0
+    assert figures_off_question(question, "You can send it back within 24 months [sierra-5-plus-warranty].", RETURNS) > 0.05
+    assert figures_off_question(question, "I couldn't find that; shall I pass you to a colleague?", RETURNS) == 0.0
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=120), st.text(max_size=200))
+def test_the_embedded_figure_checks_are_bounded_for_any_text(answer, seen):
+    assert 0.0 <= figures_fit_elsewhere(answer, f"{seen} {REPORT}") <= 1.0
+    assert figures_off_question(seen, answer, {**articles_shown([seen]), **RETURNS}) >= 0.0
+
+
+def test_the_other_fact_agent_quotes_another_sentence_of_the_right_article():
+    observation = [
+        {"role": "user", "content": "How long do I have to return the Sierra 5 Plus?"},
+        {"role": "tool", "content": RETURNS["sierra-5-plus-warranty"]},
+    ]
+    rewritten = learned_judge._other_fact("You have 30 days [sierra-5-plus-warranty].", {"_observation": observation}, random.Random(0))
+    assert rewritten == "You have 24 months [sierra-5-plus-warranty]."
+    episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=rewritten)])
+    assert learned_judge._teacher("other_fact", episode) == 0.2
+
+
+def test_the_outcome_told_counts_a_new_address_and_nothing_to_tell_is_all_told():
+    def told(tool_name: str, result: dict, reply: str) -> float:
+        episode = support(
+            call("c1", "find_customer", email="ann@example.com", order_id="O-1001"),
+            tool("c1", json.dumps({"customer_id": "C-1", "name": "Ann"})),
+            call("c2", tool_name, order_id="O-1001"),
+            tool("c2", json.dumps(result)),
+            Message(role="assistant", content=reply),
+        )
+        return trajectory_features(episode, NO_EMBEDDING)["outcome_told"]
+
+    moved = {"order_id": "O-1001", "shipping_address": "200 Station Lane, Westport 59973"}
+    assert told("update_address", moved, "Order O-1001 now ships to 200 Station Lane, Westport 59973.") == 1.0
+    assert told("update_address", moved, "Your address is updated.") == 0.0
+    assert told("escalate_to_human", {"order_id": "O-1001"}, "A colleague will be in touch.") == 1.0  # nothing to tell
+    refunded = {"order_id": "O-1001", "refund": "$87.00", "ticket_id": "T-1009"}
+    assert told("refund_order", refunded, "Refunded: $87.00, ticket T-1009.") == 1.0
+    assert told("refund_order", refunded, "Refunded $87.00.") == 0.5
 
 
 @pytest.mark.parametrize(
@@ -545,7 +622,7 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e", "set-f"])
+@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e", "set-f", "set-g"])
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
     assert len(groups) >= 30
@@ -555,7 +632,7 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e", "set-f"])
+@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e", "set-f", "set-g"])
 def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
 

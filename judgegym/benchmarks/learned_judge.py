@@ -73,7 +73,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _PERSON = re.compile(r"(?<![\w-])[A-Z][a-z]+ [A-Z][a-z]+(?![\w-])")
 _DUMPED = re.compile(r"\S*\d\S*(?:\s+[^\W\d_]{2,})?")  # a token with a digit, and the word after it (its unit)
 _INJECTED = "injected"
-_MOVED_FIGURES = ("swapped_figures", "other_attribute")  # rewrites that keep the gold figures but move them
+_MOVED_FIGURES = ("swapped_figures", "other_attribute", "other_fact")  # rewrites that keep the gold figures but move them
 _TIE_MARGIN = 0.05  # verifier scores closer than this are a tie; the tie-break then orders the pair at a lower weight
 _TIE_WEIGHT = 0.25
 
@@ -217,6 +217,48 @@ def _other_attribute(answer: str, info: dict[str, Any], rng: random.Random) -> s
 
     rewritten = _FIGURE.sub(swap, answer)
     return rewritten if swapped else _swap_figures(answer, info, rng)
+
+
+_FIGURE_UNIT = re.compile(rf"{_FIGURE.pattern}(?:[ \t]+([^\W\d_]+))?")  # "24 months"
+
+
+def _other_fact(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """Each figure swapped, with its unit, for a figure of its kind from another sentence of
+    an article about what was asked (the warranty's 24 months for the return window's 30
+    days, the weight for the height), citations kept: the right article quoted for the wrong
+    fact. Without such a sentence, every figure moved to a wrong value."""
+    articles = articles_shown(_tool_results(info))
+    off = off_subject_articles(_question(info), articles)
+    sentences = [
+        sentence
+        for doc_id, text in articles.items()
+        if doc_id not in off
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", text.partition("\n")[2])
+    ]
+    swapped = False
+
+    def swap(match: re.Match[str]) -> str:
+        nonlocal swapped
+        if _in_name(match):
+            return match.group()
+        figure, unit = match.group().split(None, 1)[0], match.group(1)
+        kind = _figure_kind(match)[:3]
+        elsewhere = sorted(
+            {
+                m.group()
+                for sentence in sentences
+                if not re.search(rf"(?<![\w.]){re.escape(figure)}(?![\w])", sentence)
+                for m in _FIGURE_UNIT.finditer(sentence)
+                if not _in_name(m) and _figure_kind(m)[:3] == kind and bool(m.group(1)) == bool(unit)
+            }
+        )
+        if not elsewhere:
+            return match.group()
+        swapped = True
+        return rng.choice(elsewhere)
+
+    rewritten = _FIGURE_UNIT.sub(swap, answer)
+    return rewritten if swapped else _shift_figures(answer, info, rng)
 
 
 class _SiblingAnswer(Agent):
@@ -483,6 +525,7 @@ def _agents(family: str) -> list[Agent]:
             _Rewrite(oracle(), "swapped_figures", _swap_figures),
             _SiblingAnswer(),
             _Rewrite(oracle(), "other_attribute", _other_attribute),
+            _Rewrite(oracle(), "other_fact", _other_fact),
             _Rewrite(oracle(), "half", _half),
             _Rewrite(oracle(), "hedged", _hedge),
             *(_Rewrite(oracle(), name, rewrite) for name, rewrite in _GAMING.items()),
@@ -668,7 +711,8 @@ SIGNS: dict[str, int] = {
             "over_limit", "copied_instructions", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
             "format_errors", "truncated", "refused_calls", "write_before_identified", "write_unmentioned_order",
             "unconfirmed_writes", "false_claims", "outside_window", "dispute_refunded", "needless_escalation", "title_share",
-            "figures_off_subject", "cited_off_subject", "figures_misattached", "figures_wrong_product",
+            "figures_off_subject", "cited_off_subject", "figures_misattached", "figures_fit_elsewhere", "figures_wrong_product",
+            "figures_off_question",
         ),
         -1,
     ),

@@ -43,6 +43,7 @@ FEATURES = (
     "entity_context",
     "entity_context_min",
     "figures_misattached",
+    "figures_fit_elsewhere",
     "addresses_judge",
     "hedges",
     "abstained",
@@ -75,6 +76,7 @@ FEATURES = (
     "figures_off_subject",
     "cited_off_subject",
     "figures_wrong_product",
+    "figures_off_question",
     # conversations with actions
     "identified",
     "asked_identity",
@@ -100,7 +102,7 @@ FEATURES = (
 _ONLY = {
     "rag": (
         "citations", "cited_seen_share", "cited_read_share", "searched", "reads", "figures_off_subject", "cited_off_subject",
-        "figures_wrong_product",
+        "figures_wrong_product", "figures_off_question",
     ),
     "support": (
         "identified", "asked_identity", "refused_calls", "writes_ok", "writes_failed", "write_before_identified",
@@ -291,6 +293,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "entity_context": context,
         "entity_context_min": context_min,
         "figures_misattached": figures_misattached(answer, seen),
+        "figures_fit_elsewhere": figures_fit_elsewhere(answer, seen),
         "addresses_judge": float(bool(_JUDGE_ADDRESS.search(view.answer))),
         "hedges": float(bool(_HEDGE.search(answer))),
         "abstained": float(abstained),
@@ -437,6 +440,53 @@ def figures_misattached(answer: str, seen: str) -> float:
     return sum(not right for right in verdicts.values()) / len(verdicts) if verdicts else 0.0
 
 
+_ELSEWHERE_MARGIN = 0.15  # cosine similarity
+
+
+def figures_fit_elsewhere(answer: str, seen: str) -> float:
+    """Share of the figures and people of `answer` whose part of an answer sentence fits a
+    seen sentence about another figure or person of the same kind better (by more than
+    `_ELSEWHERE_MARGIN` in cosine similarity of the embedded texts) than every seen sentence
+    that states it, among those it can check (seen, with a rival); 0 when none.
+
+    "Revenue this quarter was $4.1M" fits "Revenue reached $4.6M in the third quarter" better
+    than "Last quarter closed at $4.1M": the figure is the previous period's. Unlike
+    `figures_misattached` the rival may sit in any sentence, and meaning, not shared words,
+    makes the fit; a swap the embeddings barely tell apart (a person named in a role close
+    to their own) stays within the margin and is missed."""
+    from .grounding import embed
+
+    sources: dict[str, set[str]] = {}
+    for sentence in _SENTENCE_END.split(seen):
+        anchors = _figures(sentence)
+        if anchors and 10 < len(sentence.strip()) < 600:
+            sources.setdefault(sentence.strip(), set()).update(anchors)
+    parts = [
+        (part.strip(), anchors)
+        for sentence in _SENTENCE_END.split(_CITATION.sub(" ", answer))
+        for part in _split(sentence, _PART_END)
+        if (anchors := _figures(part) & set().union(*sources.values(), set())) and len(part.split()) >= 3
+    ]
+    if not parts:
+        return 0.0
+    texts = list(sources)
+    vectors = embed([*texts, *(part for part, _ in parts)])
+    fit = vectors[len(texts) :] @ vectors[: len(texts)].T
+    checked = wrong = 0
+    for row, (_, anchors) in enumerate(parts):
+        for entity in anchors:
+            own = [i for i, text in enumerate(texts) if entity in sources[text]]
+            rivals = [
+                i
+                for i, text in enumerate(texts)
+                if entity not in sources[text] and any(_kind(other) == _kind(entity) for other in sources[text])
+            ]
+            if own and rivals:
+                checked += 1
+                wrong += float(fit[row, rivals].max() - fit[row, own].max()) > _ELSEWHERE_MARGIN
+    return wrong / checked if checked else 0.0
+
+
 def _figures(text: str) -> set[str]:
     """The figures (not those of a product name: the 1 of "Talon 1 Plus") and people of `text`."""
     return extract_entities(_NAME_RUN.sub(" ", text)) | set(_PERSON.findall(text))
@@ -514,7 +564,39 @@ def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]
         "figures_off_subject": sum(docs <= off_subject for docs in where.values()) / len(where) if where else 0.0,
         "cited_off_subject": len(cited & off_subject) / len(cited) if cited else 0.0,
         "figures_wrong_product": figures_wrong_product(answer, articles),
+        "figures_off_question": figures_off_question(view.question, answer, {k: v for k, v in articles.items() if k not in off_subject}),
     }
+
+
+def figures_off_question(question: str, answer: str, articles: dict[str, str]) -> float:
+    """How much worse the question fits the best source sentence of the answer's figures
+    than the sentence of `articles` (those about what was asked) that fits it best, in
+    cosine similarity of the embedded sentences, among sentences stating a figure the
+    question does not; 0 when the answer states none of them.
+
+    "How long do I have to send it back?" fits "you can return the Sierra 5 Plus within 30
+    days of delivery" better than "covered by a limited warranty for 24 months": an answer
+    of 24 months quotes the right article, but for another fact. Meaning, not shared words,
+    makes the fit ("send it back" and "return"), so a paraphrased question works too."""
+    from .grounding import embed
+
+    asked = _figures(question)
+    stated = _figures(_CITATION.sub(" ", answer)) - asked
+    if not stated:
+        return 0.0
+    sources: dict[str, set[str]] = {}
+    for text in articles.values():
+        for sentence in _SENTENCE_END.split(text.partition("\n")[2]):
+            figures = _figures(sentence) - asked
+            if figures and len(sentence) < 600:
+                sources.setdefault(sentence.strip(), set()).update(figures)
+    if not any(figures & stated for figures in sources.values()):
+        return 0.0
+    sentences = list(sources)
+    vectors = embed([question, *sentences])
+    fit = vectors[1:] @ vectors[0]
+    answered = max(float(f) for f, sentence in zip(fit, sentences, strict=True) if sources[sentence] & stated)
+    return max(0.0, float(fit.max()) - answered)
 
 
 def articles_shown(results: Sequence[str]) -> dict[str, str]:
@@ -585,9 +667,10 @@ def _action_features(view: _View) -> dict[str, float]:
     false_claims = len(claimed - done_stems - (_VAGUE_DEEDS if ok_writes else set()))
     shown = "\n".join([*(c.result for c in view.calls if c.ok), *view.user_texts])
     false_claims += len(set(_REFERENCE.findall(said)) - set(_REFERENCE.findall(shown)))  # a ticket or return id no tool gave
-    # what a customer must be told of a change: the amounts and ticket ids its result holds
+    # what a customer must be told of a change: the amounts, ticket ids and new address its result holds
     outcome_bits = [f"num:{canonical_number(m)}" for c in ok_writes for m in _AMOUNT.findall(c.result)]
     outcome_bits += [t for c in ok_writes for t in _TICKET.findall(c.result)]
+    outcome_bits += sorted(e for c in ok_writes for e in extract_entities(_field(c.result, "shipping_address")))
     told = extract_entities(said) | set(_TICKET.findall(said))
     outside, dispute, needless = _policy_breaches(view, ok_writes)
     asked = {w for text in view.user_texts for w in re.findall(r"[a-z]+", text.casefold())}
@@ -603,12 +686,21 @@ def _action_features(view: _View) -> dict[str, float]:
         "write_unmentioned_order": sum(_order_id(c) not in mentioned for c in ok_writes) / len(ok_writes) if ok_writes else 0.0,
         "unconfirmed_writes": sum(not (_YES.search(c.after_user) or _asked_for(c.name, asked)) for c in ok_writes) / max(1, len(ok_writes)),
         "false_claims": math.log1p(false_claims),
-        "outcome_told": (sum(b in told for b in outcome_bits) / len(outcome_bits)) if outcome_bits else float(not ok_writes),
+        "outcome_told": sum(b in told for b in outcome_bits) / len(outcome_bits) if outcome_bits else 1.0,
         "outside_window": float(outside),
         "dispute_refunded": float(dispute),
         "needless_escalation": float(needless),
         "assistant_turns": math.log1p(len(view.assistant_texts)) / math.log(20),
     }
+
+
+def _field(result: str, key: str) -> str:
+    """The text of `key` in a tool's JSON object `result`; empty when it has none."""
+    try:
+        value = json.loads(result)
+    except (ValueError, RecursionError):
+        return ""
+    return str(value.get(key) or "") if isinstance(value, dict) else ""
 
 
 def _policy_breaches(view: _View, ok_writes: list[_Call]) -> tuple[bool, bool, bool]:
