@@ -29,6 +29,7 @@ from judgegym.judges.learned import (
     figures_misattached,
     figures_off_question,
     figures_wrong_product,
+    listed_share,
     load_heads,
     off_subject_articles,
     trajectory_features,
@@ -100,6 +101,28 @@ def test_citations_count_only_articles_a_tool_returned_and_read():
     assert cited["cited_seen_share"] == cited["cited_read_share"] == 1.0
     assert placeholder["cited_seen_share"] == placeholder["cited_read_share"] == 0.0
     assert listed_only["cited_seen_share"] == 1.0 and listed_only["cited_read_share"] == 0.0
+
+
+def test_an_answer_without_figures_is_not_counted_as_unread():
+    """A share over no figures is not a share of 0: an answer in words ("it comes in copper")
+    must not rank with one whose every figure is invented."""
+    worded = trajectory_features(rag("It is covered for two years [aurora-2-warranty]."), NO_EMBEDDING)
+    invented = trajectory_features(rag("The warranty is 61 months [aurora-2-warranty]."), NO_EMBEDDING)
+    assert worded["entities_read_share"] == 1.0 and worded["entities"] == 0.0
+    assert invented["entities_read_share"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "listed"),
+    [
+        ("The warranty is 24 months and returns are accepted within 30 days [aurora-2-warranty].", 0.0),
+        ("1.7 litres, 3 minutes, $89.00. Warranty, 30 months, 21 days, 1.0 litre, 2 minutes.", 7 / 8),  # "Warranty" is no figure
+        ("The kettle costs $89.00, 30 months, 21 days.", 2 / 3),
+        ("", 0.0),
+    ],
+)
+def test_bare_figures_strung_together_are_a_list(answer, listed):
+    assert listed_share(answer) == pytest.approx(listed)
 
 
 def test_a_figure_moved_to_another_product_loses_its_context():
@@ -271,6 +294,9 @@ def test_a_figure_of_the_right_article_that_answers_another_question_is_off_ques
     assert figures_off_question(question, "You have 30 days from delivery [sierra-5-plus-warranty].", RETURNS) == 0.0
     assert figures_off_question(question, "You can send it back within 24 months [sierra-5-plus-warranty].", RETURNS) > 0.05
     assert figures_off_question(question, "I couldn't find that; shall I pass you to a colleague?", RETURNS) == 0.0
+    both = figures_off_question(question, "30 days, 24 months [sierra-5-plus-warranty].", RETURNS)
+    wrong = figures_off_question(question, "You can send it back within 24 months [sierra-5-plus-warranty].", RETURNS)
+    assert 0.0 < both < wrong  # listing the right figure with the wrong one answers half the question
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

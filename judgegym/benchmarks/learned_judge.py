@@ -701,14 +701,14 @@ SIGNS: dict[str, int] = {
     **dict.fromkeys(
         (
             "answered", "entity_seen_share", "entity_context", "entity_context_min", "abstained_x_unseen",
-            "abstained_x_escalation", "support", "coverage", "grounding", "cited_seen_share", "cited_read_share",
+            "abstained_x_escalation", "support", "coverage", "grounding", "cited_seen_share", "cited_read_share", "entities_read_share",
             "identified", "outcome_told", "read_share", "sections_covered",
         ),
         1,
     ),
     **dict.fromkeys(
         (
-            "over_limit", "copied_instructions", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
+            "over_limit", "copied_instructions", "listed", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
             "format_errors", "truncated", "refused_calls", "write_before_identified", "write_unmentioned_order",
             "unconfirmed_writes", "false_claims", "outside_window", "dispute_refunded", "needless_escalation", "title_share",
             "figures_off_subject", "cited_off_subject", "figures_misattached", "figures_fit_elsewhere", "figures_wrong_product",

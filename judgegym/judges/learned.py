@@ -38,6 +38,7 @@ FEATURES = (
     "over_limit",
     "copied_instructions",
     "copied_seen",
+    "listed",
     "entities",
     "entity_seen_share",
     "entity_context",
@@ -288,7 +289,8 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "over_limit": min(3.0, max(0.0, words / limit - 1)),
         "copied_instructions": _copied_share(view.answer, [view.system, view.question]),
         "copied_seen": _copied_share(view.answer, ok_results),
-        "entities": math.log1p(len(entities)) / math.log(30),
+        "listed": listed_share(answer),
+        "entities": math.log1p(len(extract_entities(" ".join(_said_parts(answer))))) / math.log(30),
         "entity_seen_share": len(_grounded(entities, seen_entities)) / len(entities) if entities else 1.0,
         "entity_context": context,
         "entity_context_min": context_min,
@@ -396,6 +398,29 @@ def _entity_context(answer: str, seen: str) -> tuple[float, float]:
                 if entity in by_entity and own:
                     shares.append(max(len(own & other) / len(own) for other in by_entity[entity][:50]))
     return (float(np.mean(shares)), float(min(shares))) if shares else (1.0, 1.0)
+
+
+def _parts(answer: str) -> list[str]:
+    return _split(_CITATION.sub(" ", answer), _SENTENCE_END, _PART_END)
+
+
+def _is_bare(part: str) -> bool:
+    return len(part.split()) <= 3 and bool(_figures(part))
+
+
+def _said_parts(answer: str) -> list[str]:
+    """The parts of `answer` that say something of their figures (not `listed_share`'s bare ones)."""
+    return [part for part in _parts(answer) if not _is_bare(part)]
+
+
+def listed_share(answer: str) -> float:
+    """Share of the parts of `answer` (its sentences split at commas, semicolons and
+    conjunctions) that are bare figures or names: three words or fewer holding one, as in
+    "1.7 litres, 3 minutes, $89.00. Warranty, 30 months, 21 days". A list of everything
+    seen states the right figure too; what it lacks is the words that say which is which.
+    0 for an answer with no such part."""
+    parts = _parts(answer)
+    return sum(map(_is_bare, parts)) / len(parts) if parts else 0.0
 
 
 def _anchors(sentence: str) -> set[str]:
@@ -560,7 +585,7 @@ def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]
         "cited_read_share": len(cited & read_ids) / len(cited) if cited else 0.0,
         "searched": float(any(c.name == "search" for c in view.calls)),
         "reads": math.log1p(sum(c.name == "read" and c.ok for c in view.calls)) / math.log(6),
-        "entities_read_share": len(_grounded(entities, extract_entities(read_in_full))) / len(entities) if entities else 0.0,
+        "entities_read_share": len(_grounded(entities, extract_entities(read_in_full))) / len(entities) if entities else 1.0,
         "figures_off_subject": sum(docs <= off_subject for docs in where.values()) / len(where) if where else 0.0,
         "cited_off_subject": len(cited & off_subject) / len(cited) if cited else 0.0,
         "figures_wrong_product": figures_wrong_product(answer, articles),
@@ -569,15 +594,19 @@ def _retrieval_features(view: _View, answer: str, seen: str) -> dict[str, float]
 
 
 def figures_off_question(question: str, answer: str, articles: dict[str, str]) -> float:
-    """How much worse the question fits the best source sentence of the answer's figures
-    than the sentence of `articles` (those about what was asked) that fits it best, in
-    cosine similarity of the embedded sentences, among sentences stating a figure the
-    question does not; 0 when the answer states none of them.
+    """How much worse the question fits the source sentences of the answer's figures than
+    the sentence of `articles` (those about what was asked) that fits it best, in cosine
+    similarity of the embedded sentences, averaged over the figures the answer states and
+    the question does not (each at its best-fitting source); 0 when it states none of them.
 
     "How long do I have to send it back?" fits "you can return the Sierra 5 Plus within 30
     days of delivery" better than "covered by a limited warranty for 24 months": an answer
-    of 24 months quotes the right article, but for another fact. Meaning, not shared words,
-    makes the fit ("send it back" and "return"), so a paraphrased question works too."""
+    of 24 months quotes the right article, but for another fact. An answer that lists every
+    figure it saw states the right one too, and its mean says how much of it is beside the
+    question. Meaning, not shared words, makes the fit ("send it back" and "return"); the
+    names the question asks about are taken out of both sides first, so that a sentence
+    fits by what it says, not by naming the asked product (which product a figure belongs to
+    is `figures_wrong_product`'s and `figures_off_subject`'s question)."""
     from .grounding import embed
 
     asked = _figures(question)
@@ -590,13 +619,17 @@ def figures_off_question(question: str, answer: str, articles: dict[str, str]) -
             figures = _figures(sentence) - asked
             if figures and len(sentence) < 600:
                 sources.setdefault(sentence.strip(), set()).update(figures)
-    if not any(figures & stated for figures in sources.values()):
+    checked = [figure for figure in stated if any(figure in figures for figures in sources.values())]
+    if not checked:
         return 0.0
+    names = name_runs(question)
+    unnamed = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))) if names else None
     sentences = list(sources)
-    vectors = embed([question, *sentences])
+    vectors = embed([unnamed.sub(" ", text) if unnamed else text for text in (question, *sentences)])
     fit = vectors[1:] @ vectors[0]
-    answered = max(float(f) for f, sentence in zip(fit, sentences, strict=True) if sources[sentence] & stated)
-    return max(0.0, float(fit.max()) - answered)
+    best = float(fit.max())
+    gaps = [best - max(float(f) for f, sentence in zip(fit, sentences, strict=True) if figure in sources[sentence]) for figure in checked]
+    return max(0.0, float(np.mean(gaps)))
 
 
 def articles_shown(results: Sequence[str]) -> dict[str, str]:
