@@ -418,7 +418,7 @@ def listed_share(answer: str) -> float:
     conjunctions) that are bare figures or names: three words or fewer holding one, as in
     "1.7 litres, 3 minutes, $89.00. Warranty, 30 months, 21 days". A list of everything
     seen states the right figure too; what it lacks is the words that say which is which.
-    0 for an answer with no such part."""
+    0 for an empty answer."""
     parts = _parts(answer)
     return sum(map(_is_bare, parts)) / len(parts) if parts else 0.0
 
