@@ -9,6 +9,7 @@ instructions) and `strip_copied` removes what an answer copies from those instru
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -83,8 +84,14 @@ def extract_entities(text: str) -> set[str]:
     ``num:<number>``.
 
     Citations like ``[doc-12]`` and list markers ("1. ") are ignored; a phone number's
-    digits are not also counted as numbers.
+    digits are not also counted as numbers. Texts up to 2,000 characters are memoised per
+    process (judges read the same evidence sentences for every member of a group); the
+    caller always gets its own set.
     """
+    return set(_memo_entities(text) if len(text) <= _MEMO_CHARS else _entities(text))
+
+
+def _entities(text: str) -> frozenset[str]:
     entities: set[str] = set()
     text = _CITATION.sub(" ", text)
     for match in _EMAIL.findall(text):
@@ -108,7 +115,11 @@ def extract_entities(text: str) -> set[str]:
             text = text.replace(match, " ")
     text = _LIST_MARKER.sub(" ", text)
     entities.update(f"num:{canonical_number(m)}" for m in _NUMBER.findall(text))
-    return entities
+    return frozenset(entities)
+
+
+_MEMO_CHARS = 2000
+_memo_entities = functools.lru_cache(maxsize=32768)(_entities)
 
 
 def with_years(text: str, context: str) -> str:
@@ -204,6 +215,14 @@ _WORD_TOKEN = re.compile(r"\S+")
 _EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")
 
 
+@functools.lru_cache(maxsize=64)
+def _word_grams(source: str, n: int) -> frozenset[tuple[str, ...]]:
+    """Every run of `n` consecutive words of `source`, casefolded, edge punctuation stripped
+    (memoised: a group's members are checked against the same prompt and tool results)."""
+    words = [w for w in (_EDGE_PUNCTUATION.sub("", t.casefold()) for t in source.split()) if w]
+    return frozenset(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+
 def strip_copied(text: str, sources: Iterable[str], min_words: int = 8) -> str:
     """`text` without every run of at least `min_words` consecutive words that also occurs in
     one of `sources` (words compared case-insensitively, without surrounding punctuation).
@@ -216,8 +235,7 @@ def strip_copied(text: str, sources: Iterable[str], min_words: int = 8) -> str:
     tokens = [t for t in tokens if t[2]]
     grams: set[tuple[str, ...]] = set()
     for source in sources:
-        words = [w for w in (_EDGE_PUNCTUATION.sub("", t.casefold()) for t in source.split()) if w]
-        grams.update(tuple(words[i : i + min_words]) for i in range(len(words) - min_words + 1))
+        grams.update(_word_grams(source, min_words))
     if not grams or len(tokens) < min_words:
         return text
     copied = [False] * len(tokens)
