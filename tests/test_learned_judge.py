@@ -36,14 +36,9 @@ from judgegym.judges.learned import (
 )
 from judgegym.trajectory import TerminationReason
 
-HANDWRITTEN = Path(__file__).parent / "data" / "judge_groups_handwritten.jsonl"
-HANDWRITTEN_B = Path(__file__).parent / "data" / "judge_groups_handwritten_b.jsonl"
-HANDWRITTEN_C = Path(__file__).parent / "data" / "judge_groups_handwritten_c.jsonl"
-HANDWRITTEN_D = Path(__file__).parent / "data" / "judge_groups_handwritten_d.jsonl"
-HANDWRITTEN_E = Path(__file__).parent / "data" / "judge_groups_handwritten_e.jsonl"
-HANDWRITTEN_F = Path(__file__).parent / "data" / "judge_groups_handwritten_f.jsonl"
-HANDWRITTEN_G = Path(__file__).parent / "data" / "judge_groups_handwritten_g.jsonl"
-HANDWRITTEN_SETS = [HANDWRITTEN, HANDWRITTEN_B, HANDWRITTEN_C, HANDWRITTEN_D, HANDWRITTEN_E, HANDWRITTEN_F, HANDWRITTEN_G]
+HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
+"""Sets A (judge_groups_handwritten.jsonl), B (_b), C (_c) ... in the order they were written."""
+SET_IDS = [f"set-{p.stem.removeprefix('judge_groups_handwritten').lstrip('_') or 'a'}" for p in HANDWRITTEN_SETS]
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
 
@@ -648,7 +643,7 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e", "set-f", "set-g"])
+@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
     assert len(groups) >= 30
@@ -658,7 +653,7 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=["set-a", "set-b", "set-c", "set-d", "set-e", "set-f", "set-g"])
+@pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
 def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(path):
     judge = LearnedJudge()
 
