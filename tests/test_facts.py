@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text, with_years
+from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text, strip_copied, with_years
 
 PREFIXES = ("email:", "phone:", "date:", "num:")
 
@@ -281,3 +281,20 @@ def test_a_number_with_a_unit_needs_the_unit_too():
 )
 def test_unit_words_match_across_plural_and_hyphenated_forms(fact, text, present):
     assert fact_present(fact, text) is present
+
+
+def test_memoised_entities_are_the_callers_own_and_long_texts_read_the_same():
+    text = "Call 555-014-2233 or help@shop.example by 17 October 2025 about the $1,299.00 order."
+    first = extract_entities(text)
+    first.add("num:999")  # a caller changing its set must not change what the next caller gets
+    assert extract_entities(text) == {"phone:5550142233", "email:help@shop.example", "date:2025-10-17", "num:1299"}
+    long = text + " filler" * 400  # over the memoised length: computed directly, same entities
+    assert len(long) > 2000 and extract_entities(long) == extract_entities(text)
+
+
+def test_strip_copied_gives_the_same_result_when_a_source_repeats():
+    source = "Answer only from the knowledge base and cite every article you rely on as its id."
+    answer = "Answer only from the knowledge base and cite every article you rely on. The kettle costs $89."
+    once = strip_copied(answer, [source])
+    assert "$89" in once and "knowledge base" not in once
+    assert strip_copied(answer, [source]) == once == strip_copied(answer, [source, source])

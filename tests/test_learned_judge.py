@@ -643,6 +643,10 @@ def test_judge_reward_takes_the_learned_spec():
 # -- held-out sets -------------------------------------------------------------------------------
 
 
+def test_every_handwritten_set_is_found():
+    assert SET_IDS == [f"set-{c}" for c in "abcdefgh"]  # a glob that found nothing would drop the tests below
+
+
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
