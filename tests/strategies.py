@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 
@@ -85,3 +86,24 @@ def fuzz_episodes(env: Any, seed: int, actions: list[Any], max_turns: int) -> No
         if done:
             env.reset(seed=seed + turns)
             turns = 0
+
+
+# -- example budgets -----------------------------------------------------------------------------
+# Two Hypothesis profiles. `ci` runs each property with the example count it states (the count it
+# was written with); `dev`, the default on a developer's machine, runs a fifth of it (at least
+# 10). tests/conftest.py loads `ci` where the CI variable is set, else `dev`; HYPOTHESIS_PROFILE or
+# pytest's --hypothesis-profile picks one by name. Without conftest (the plug-in scripts run with
+# --noconftest) Hypothesis's default profile applies, which has CI's scale.
+CI_EXAMPLES = 100  # Hypothesis's own default; a property that states no count gets this many in CI
+PROFILES = {"ci": CI_EXAMPLES, "dev": CI_EXAMPLES // 5}
+for _name, _count in PROFILES.items():
+    settings.register_profile(_name, max_examples=_count)
+
+
+def examples(ci: int) -> int:
+    """The example count for a property that runs `ci` examples in CI, scaled to the loaded profile:
+    `ci` under the ci profile (and Hypothesis's default), a fifth of it (at least 10) under dev.
+    Call it inside ``@settings(max_examples=...)``, which is evaluated when the module is imported,
+    after the profile is loaded."""
+    scale = settings.default.max_examples / CI_EXAMPLES
+    return ci if scale >= 1 else max(min(ci, 10), round(ci * scale))

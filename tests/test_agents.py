@@ -13,6 +13,7 @@ import vllm_standin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_stub import StubServer
+from strategies import examples
 from tiny_models import save_tiny_model, tiny_llama, tiny_tokenizer
 
 import judgegym  # noqa: F401
@@ -60,7 +61,7 @@ def test_bad_specs_say_what_is_wrong(spec, message):
     assert message in str(info.value)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text(max_size=60))
 def test_parse_spec_never_fails_with_anything_but_value_error(spec):
     try:
@@ -82,7 +83,7 @@ names = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_siz
 json_args = st.dictionaries(st.text(max_size=10), st.none() | st.integers() | st.text(max_size=30) | st.booleans(), max_size=4)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(calls=st.lists(st.tuples(names, json_args), min_size=1, max_size=3), content=st.text(max_size=50))
 def test_tool_calls_rendered_as_text_parse_back_to_the_same_calls(calls, content):
     message = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text, strip_copied, with_years
 
@@ -75,7 +76,7 @@ def test_a_date_without_its_year_takes_the_year_of_the_context():
     assert with_years("Due 4 June 2026, or May 3.", "") == "Due 4 June 2026, or May 3."  # a year given, or none to take
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=80), st.text(max_size=80))
 def test_placing_years_never_fails_and_changes_only_dates(text, context):
     placed = with_years(text, context)
@@ -220,7 +221,7 @@ def test_normalize_text():
 # --------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text())
 def test_property_extract_entities_never_raises(text):
     entities = extract_entities(text)
@@ -228,7 +229,7 @@ def test_property_extract_entities_never_raises(text):
     assert all(isinstance(e, str) and e.startswith(PREFIXES) for e in entities)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.lists(st.sampled_from(list("0123456789.,-+() $@[]\n:ab")), max_size=40).map("".join))
 def test_property_extract_entities_never_raises_on_number_soup(text):
     entities = extract_entities(text)
@@ -236,7 +237,7 @@ def test_property_extract_entities_never_raises_on_number_soup(text):
     assert fact_present(text, text) in (True, False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(n=st.integers(min_value=0))
 def test_property_formatted_amount_equals_plain_number(n):
     formatted = f"${n:,}.00"
@@ -244,7 +245,7 @@ def test_property_formatted_amount_equals_plain_number(n):
     assert fact_present(str(n), f"The total is {formatted}.")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(n=st.integers(min_value=0, max_value=10**9), cents=st.integers(min_value=0, max_value=99))
 def test_property_trailing_zeros_of_decimals_do_not_matter(n, cents):
     assert extract_entities(f"{n}.{cents:02d}") == extract_entities(f"{n}.{cents:02d}000")

@@ -6,9 +6,10 @@ About 3,700 actions are stepped per run (700 examples of up to 12 actions each).
 from __future__ import annotations
 
 import gymnasium as gym
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import action_strategy, fuzz_episodes
+from strategies import action_strategy, examples, fuzz_episodes
 
 import judgegym  # noqa: F401
 
@@ -32,7 +33,8 @@ actions = action_strategy(
 )
 
 
-@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
+@settings(max_examples=examples(700), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(seed=st.integers(0, 2**31 - 2), actions_=st.lists(actions, min_size=1, max_size=12))
 def test_arbitrary_actions_never_break_the_env(seed, actions_):
     """Every generated action is stepped: when an episode ends, the next one starts."""

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 from judgegym import Group, Message, Trajectory
 from judgegym.benchmarks import learned_judge
@@ -157,7 +158,7 @@ def test_articles_about_a_sibling_product_are_off_subject():
     assert off_subject_articles("Is the Zephyr 6 cheaper than the Zephyr 6 Lite?", ARTICLES) == set()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=60), st.lists(st.text(max_size=120), max_size=4))
 def test_off_subject_articles_are_some_of_the_articles_shown(question, results):
     headed = [f"[doc-{i}] {text}" for i, text in enumerate(results)] + results
@@ -239,7 +240,7 @@ def test_a_figure_said_of_the_sibling_product_is_the_wrong_products(answer, wron
     assert figures_wrong_product(answer, WARRANTIES) == wrong
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=120), st.text(max_size=200))
 def test_the_misattachment_shares_are_shares_for_any_text(answer, seen):
     articles = articles_shown([seen])
@@ -294,7 +295,7 @@ def test_a_figure_of_the_right_article_that_answers_another_question_is_off_ques
     assert 0.0 < both < wrong  # listing the right figure with the wrong one answers half the question
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=120), st.text(max_size=200))
 def test_the_embedded_figure_checks_are_bounded_for_any_text(answer, seen):
     assert 0.0 <= figures_fit_elsewhere(answer, f"{seen} {REPORT}") <= 1.0
@@ -496,7 +497,7 @@ def test_figures_worked_out_from_seen_ones_count_as_grounded():
     assert found == {"num:139.99", "num:30", "num:249.98", "num:16.8", "email:help@x.com"}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.sets(st.from_regex(r"num:\d{1,5}(\.\d{1,2})?", fullmatch=True) | st.text(max_size=12), max_size=8),
     st.sets(st.from_regex(r"num:\d{1,5}(\.\d{1,2})?", fullmatch=True) | st.text(max_size=12), max_size=90),
@@ -557,7 +558,7 @@ _message = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_message, max_size=8))
 def test_features_of_any_conversation_are_finite(messages):
     trajectory = Trajectory(scenario_id="fuzz", messages=[Message(role="system", content="Today is 2025-01-01."), *messages])

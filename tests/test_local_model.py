@@ -12,6 +12,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 
 from judgegym.models import LOCAL_MODELS, load_local_model, register_local_provider  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the module's fixture loads the embedded model (about 6 s)
+
 MODEL = "local/smollm2-135m-instruct"
 QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
 

@@ -17,6 +17,7 @@ import gymnasium as gym
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym.envs.rag import baselines as rag
@@ -161,7 +162,7 @@ def rag_scenarios(draw) -> RagScenario:
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rag_scenarios())
 def test_rag_oracle_is_perfect_on_any_user_scenario(scenario):
     env = gym.make("RagSupport-v0", scenarios=[scenario])

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 from judgegym.parsing import HermesParser, ParsedAction, ParsedCall, parse_action
 from judgegym.trajectory import Message, Trajectory
@@ -495,7 +496,7 @@ fragments = st.one_of(
 fragment_text = st.lists(fragments, max_size=20).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text())
 def test_property_arbitrary_text_never_raises(text):
     action = parse(text)
@@ -503,7 +504,7 @@ def test_property_arbitrary_text_never_raises(text):
     check_invariants(action)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=fragment_text)
 def test_property_fragment_text_never_raises(text):
     action = parse(text)
@@ -545,13 +546,13 @@ message_dicts = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(action=message_dicts)
 def test_property_message_dicts_never_raise(action):
     check_invariants(parse(action))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(action=json_values | st.dictionaries(st.text(max_size=8) | st.integers(), json_values, max_size=5))
 def test_property_arbitrary_values_never_raise(action):
     result = parse(action)

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai_stub import StubServer
+from strategies import examples
 
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym import Group, Message, TerminationReason, Trajectory
@@ -146,7 +147,7 @@ trajectories = st.builds(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(trajectory=trajectories)
 def test_any_trajectory_round_trips_through_art(art, trajectory):
     theirs = to_art_trajectory(trajectory)

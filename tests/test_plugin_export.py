@@ -16,6 +16,7 @@ import gymnasium as gym
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 from judgegym import Group, Message, TerminationReason, Trajectory
 from judgegym.agents import make_agent
@@ -90,7 +91,7 @@ groups = st.builds(
 # -- the Dataset round trip --------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(trajectories, max_size=4))
 def test_trajectories_round_trip_through_a_dataset(records):
     dataset = to_dataset(records)
@@ -98,7 +99,7 @@ def test_trajectories_round_trip_through_a_dataset(records):
     assert trajectories_from_dataset(dataset) == records
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(groups, max_size=3))
 def test_groups_round_trip_through_a_dataset(records):
     dataset = to_dataset(records)
@@ -107,7 +108,7 @@ def test_groups_round_trip_through_a_dataset(records):
     assert trajectories_from_dataset(dataset) == [t for g in records for t in g.trajectories]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(trajectories, min_size=1, max_size=3))
 def test_dataset_messages_are_openai_chat_format(records):
     dataset = to_dataset(records)

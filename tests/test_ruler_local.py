@@ -26,6 +26,7 @@ def attempt(answer):
     ]
 
 
+@pytest.mark.slow  # loads the embedded model
 def test_ruler_with_the_embedded_model_scores_or_fails_loudly(tmp_path):
     group = Group(
         scenario_id="e2e",

@@ -301,6 +301,7 @@ def test_idle_sessions_time_out():
         assert reply.status_code == 404 and "timed out" in reply.json()["detail"]
 
 
+@pytest.mark.slow
 def test_churn_frees_every_env(rag_server):
     """Sessions opened and closed over both transports leave no env behind."""
     from judgegym.envs.rag import RagSupportEnv
@@ -433,6 +434,7 @@ def test_group_failures_never_become_zero_rewards():
 # -- the trainer and the command line on served envs ----------------------------------------
 
 
+@pytest.mark.slow
 def test_grpo_step_on_served_envs_equals_the_local_one(tmp_path, tiny_model, one_thread):
     """A GRPO step (rollouts and held-out eval) with ``env_url`` plays the same episodes,
     scored the same, as with envs in the process."""
@@ -528,6 +530,7 @@ def test_the_docs_examples_run():
         assert wait_until(lambda: not server.sessions)
 
 
+@pytest.mark.slow
 def test_latency_benchmark_runs_and_checks_rewards():
     """The served-env benchmark end to end, tiny: a server process, both transports, churn."""
     from judgegym.benchmarks.serve_latency import run

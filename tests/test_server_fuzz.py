@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from strategies import action_strategy
+from strategies import action_strategy, examples
 
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym.server import ServeConfig, create_app
@@ -58,7 +58,8 @@ def client():
         yield test_client, app.state.server
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     resets=st.lists(RESET_DATA | JSON_VALUES, min_size=1, max_size=3),
     steps=st.lists(
@@ -100,7 +101,7 @@ def test_http_protocol_never_breaks(client, resets, steps, raw, seed):
     assert not server.sessions
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     messages=st.lists(
         st.one_of(

@@ -9,6 +9,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 from judgegym import Trajectory
 from judgegym.envs.summarize import SummarizeEnv, SummaryScenario, SummaryVerifier
@@ -262,7 +263,7 @@ def test_missing_task_and_bad_settings_are_clear_errors():
 GENERATED_TASK = SummarizeEnv(split="test").reset(seed=2)[1]["task"]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.one_of(
         st.text(max_size=400),

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import action_strategy, checked_step
+from strategies import action_strategy, checked_step, examples
 
 import judgegym  # noqa: F401
 
@@ -62,7 +63,8 @@ def check_privacy(trajectory, task):
         assert conn.execute("SELECT customer_id FROM orders WHERE order_id = ?", (order_id,)).fetchone() == (task["customer_id"],)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(seed=st.integers(0, 2**31 - 2), identified=st.booleans(), actions_=st.lists(actions, min_size=1, max_size=10))
 def test_arbitrary_actions_never_break_the_env(seed, identified, actions_):
     """Every generated action is stepped: when an episode ends, the next one starts."""

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
+from strategies import examples
 
 from judgegym.tools import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolError, ToolResult, ToolSet
 
@@ -458,25 +459,25 @@ def _check(result: ToolResult) -> None:
     assert result.ok == (result.error is None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=_NAMES, arguments=st.text())
 def test_execute_never_raises_on_arbitrary_text(name, arguments):
     _check(_TOOLS.execute(name, arguments))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=_NAMES, value=json_values)
 def test_execute_never_raises_on_arbitrary_json_text(name, value):
     _check(_TOOLS.execute(name, json.dumps(value)))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=_NAMES, value=json_values)
 def test_execute_never_raises_on_arbitrary_python_values(name, value):
     _check(_TOOLS.execute(name, value))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     name=_NAMES,
     arguments=st.dictionaries(

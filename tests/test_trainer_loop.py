@@ -114,6 +114,7 @@ STEP_METRICS = [
 ]
 
 
+@pytest.mark.slow
 def test_one_step_trains_only_the_adapter_and_logs_every_metric(tmp_path, tiny_model):
     config = make_config(tmp_path, tiny_model, eval_steps=1, eval_episodes=2, save_steps=1)
     trainer = GRPOTrainer(config, judge=MeteredJudge(text_hash_reward))

@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import examples
 
 from judgegym.trainers.advantages import STD_EPSILON, group_advantages
 from judgegym.trainers.loss import importance_sampling_weights, policy_loss, selective_log_softmax
@@ -216,7 +217,7 @@ def test_dr_grpo_divides_by_a_constant_whatever_the_padding():
         policy_loss(logp, old, advantages, mask, loss_type="dr_grpo")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     garbage=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=24, max_size=24),
     loss_type=st.sampled_from(["dapo", "grpo", "dr_grpo"]),

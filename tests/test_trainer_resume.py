@@ -85,6 +85,7 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_and_logs_each_step_once(tmp_path, tiny_model):
     output_dir = tmp_path / "run"
     checkpoints = output_dir / "checkpoints"

@@ -15,6 +15,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import examples
 from tiny_models import tiny_llama_config
 
 import judgegym  # noqa: F401
@@ -226,7 +227,7 @@ def test_selection_by_reward_best_of_group_and_components():
         select_trajectories(records, min_components={"recal": 1.0})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(1, 300), max_size=200), st.integers(1, 1000), st.integers(0, 5))
 def test_length_grouped_batches_use_each_episode_once_within_the_budget(lengths, budget, seed):
     batches = length_grouped_batches(lengths, budget, seed)

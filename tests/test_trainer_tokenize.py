@@ -10,6 +10,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import examples
 from tiny_models import CHAT_TEMPLATE, tiny_llama, tiny_tokenizer
 
 from judgegym.chat_format import render_prompt, text_messages
@@ -193,7 +194,7 @@ def test_turns_must_come_in_order_and_env_turns_exclude_the_assistant(tiny):
 safe_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=30).map(str.strip)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     user=safe_text,
     turns=st.lists(st.tuples(safe_text, safe_text, st.sampled_from(["tool", "user"])), min_size=1, max_size=3),

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from strategies import examples
 
 from judgegym.trajectory import (
     FunctionCall,
@@ -399,7 +400,7 @@ groups = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(trajectory=trajectories)
 def test_property_trajectory_json_round_trip(trajectory):
     line = trajectory.to_json()
@@ -407,13 +408,13 @@ def test_property_trajectory_json_round_trip(trajectory):
     assert Trajectory.from_json(line) == trajectory
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(group=groups)
 def test_property_group_json_round_trip(group):
     assert Group.from_json(group.to_json()) == group
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(records=st.lists(trajectories, max_size=3))
 def test_property_trajectory_jsonl_file_round_trip(records):
     with tempfile.TemporaryDirectory() as tmp:
@@ -422,7 +423,7 @@ def test_property_trajectory_jsonl_file_round_trip(records):
         assert read_jsonl(path) == records
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(records=st.lists(groups, max_size=2))
 def test_property_group_jsonl_file_round_trip(records):
     with tempfile.TemporaryDirectory() as tmp:
