@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import envs
-from .agents import make_agent
+from .agents import DEFAULT_AGENTS, make_agent
 from .evaluation import SUCCESS_THRESHOLD, EvalSummary, evaluate, summarize
 from .progress import RunProgress
 from .trajectory import Trajectory
@@ -41,6 +41,11 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 scenario``, ``2 scenarios``."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for pair in pairs:
@@ -62,6 +67,10 @@ def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> int:
 
     if env_id.removeprefix("judgegym:") not in envs.ENVIRONMENTS:
         raise _fail(f"unknown env {env_id!r}; judgegym envs: {', '.join(envs.ENVIRONMENTS)}")
+    try:
+        envs.check_env_options(env_id.removeprefix("judgegym:"), env_kwargs)
+    except ValueError as exc:
+        raise _fail(f"{exc} (set them with --env-arg KEY=VALUE)") from None
     try:
         env = gym.make(env_id, **env_kwargs)
     except ScenarioFileError as exc:
@@ -112,7 +121,10 @@ def eval_command(
     agent: Annotated[
         list[str] | None,
         typer.Option(
-            "--agent", metavar="SPEC", help="Agent spec (a baseline name, hf:MODEL[+ADAPTER], vllm:MODEL, litellm:MODEL); repeatable."
+            "--agent",
+            metavar="SPEC",
+            help="Agent spec (a baseline name, hf:MODEL[+ADAPTER], vllm:MODEL, litellm:MODEL); repeatable. "
+            "[default: the env's scripted baseline: " + ", ".join(f"{a} on {e}" for e, a in DEFAULT_AGENTS.items()) + "]",
         ),
     ] = None,
     episodes: Annotated[int, typer.Option(metavar="N", min=1, help="Scenarios per agent (seeds SEED .. SEED+N-1).")] = 50,
@@ -166,16 +178,16 @@ def eval_command(
     loaded = _check_env(env, env_kwargs) if env_url is None else _check_remote(env, env_url, env_kwargs)
     source = f"{env_kwargs.get('split', 'test')} split"
     if scenarios is not None:
-        source = f"{scenarios}: {loaded} scenario{'s' * (loaded != 1)}"
+        source = f"{scenarios}: {_count(loaded, 'scenario')}"
         if episodes > loaded:
             console.print(
-                f"[yellow]{scenarios} holds {loaded} scenario{'s' * (loaded != 1)}: {episodes} episodes replay them "
+                f"[yellow]{scenarios} holds {_count(loaded, 'scenario')}: {episodes} episodes replay them "
                 f"(seed s plays scenario s mod {loaded}); use --trials for repeated attempts[/]"
             )
     if judge != "verifier":
         _check_judge(env, judge, env_kwargs)
     try:
-        agents = [make_agent(spec, env) for spec in agent or ["search-quote"]]
+        agents = [make_agent(spec, env) for spec in agent or [DEFAULT_AGENTS.get(env.removeprefix("judgegym:"), "search-quote")]]
     except (ValueError, ImportError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from None
     summaries: list[EvalSummary] = []
@@ -194,6 +206,13 @@ def eval_command(
                 if not progress.live and (done == total or done % max(1, total // 4) == 0):
                     progress.line(f"{name} on {env}: {done}/{total} episodes, mean reward {rewards[0] / done:.3f}")
 
+            def read_back(
+                done: list[Trajectory], progress: RunProgress = progress, rewards: list[Any] = rewards, name: str = player.name
+            ) -> None:
+                rewards[0], rewards[1] = sum(t.reward or 0.0 for t in done), len(done)
+                progress.update(len(done), note=f"reward {rewards[0] / len(done):.3f}")
+                progress.line(f"{name}: {_count(len(done), 'episode')} taken from {out}, mean reward {rewards[0] / len(done):.3f}")
+
             try:
                 run = asyncio.run(
                     evaluate(
@@ -207,6 +226,7 @@ def eval_command(
                         judge=judge,
                         out=out,
                         on_episode=advance,
+                        on_resumed=read_back,
                         env_url=env_url,
                     )
                 )
@@ -214,8 +234,6 @@ def eval_command(
                 raise _fail(str(exc)) from None
             finally:
                 player.close()
-        if run.resumed:
-            console.print(f"{player.name}: {run.resumed} episodes taken from {out}")
         for s, trial, error in run.failed[:5]:
             console.print(f"[yellow]{player.name}: episode seed={s} trial={trial} failed: {escape(error)}[/]")
         if not run.trajectories:
@@ -254,7 +272,7 @@ def summary_table(summaries: list[EvalSummary], source: str | None = None) -> Ta
     max_k = max(s.trials for s in summaries)
     pass_columns = sorted({1, max_k}) if max_k > 1 else []
     trials = f" x {first.trials} trials" if first.trials > 1 else ""
-    played = f"{first.scenarios} scenarios{trials}, {first.episodes} episodes per agent"
+    played = f"{_count(first.scenarios, 'scenario')}{trials}, {_count(first.episodes, 'episode')} per agent"
     table = Table(title=f"{first.env_id} ({source or first.split + ' split'}; {played})")
     success = f"success (>={first.success_threshold:g})"
     for header in ["agent", "reward (95% CI)", success, *[f"pass^{k}" for k in pass_columns], "turns", "tool calls", "tool err", "tokens"]:

@@ -5,6 +5,7 @@ shows where the run is while it runs."""
 from __future__ import annotations
 
 import time
+from collections import deque
 from types import TracebackType
 from typing import Any
 
@@ -36,16 +37,21 @@ class RunProgress:
         live: force the live bar (True) or plain lines (False); default: live in a terminal.
     """
 
+    PACE_WINDOW = 5
+    """`time_left` runs at the pace of this many recent units."""
+
     def __init__(self, total: int, *, label: str, completed: int = 0, console: Console | None = None, live: bool | None = None):
         self.console = console or Console()
         self.live = self.console.is_terminal if live is None else live
         self.label = label
         self.total = total
         self.completed = completed
+        self._started_at = completed
         self.started = time.monotonic()
         self._progress: Progress | None = None
         self._task: Any = None
         self._phase = ""
+        self._marks: deque[tuple[float, int]] = deque(maxlen=self.PACE_WINDOW + 1)
 
     def __enter__(self) -> RunProgress:
         if self.live:
@@ -82,8 +88,24 @@ class RunProgress:
     def update(self, completed: int, note: str = "") -> None:
         """Set the units done, with a short note beside the bar (e.g. ``"reward 0.31"``)."""
         self.completed = completed
+        self._marks.append((time.monotonic(), completed))
         if self._progress is not None:
             self._progress.update(self._task, completed=completed, note=note)
+
+    def time_left(self, unit_seconds: float | None = None) -> float:
+        """Seconds until `total` units are done, at the pace of the last `PACE_WINDOW` units (the
+        wall time between their updates, so evals and saves between units count, and a slow
+        first unit that paid for loading and warm-up stops counting once others follow). With
+        one update so far: `unit_seconds` per unit when given (that unit's own time), else the
+        time since the start per unit done."""
+        left = max(0, self.total - self.completed)
+        if len(self._marks) >= 2:
+            (first_time, first_done), (last_time, last_done) = self._marks[0], self._marks[-1]
+            if last_done > first_done:
+                return left * (last_time - first_time) / (last_done - first_done)
+        if unit_seconds is not None:
+            return left * unit_seconds
+        return left * self.elapsed / max(1, self.completed - self._started_at)
 
     def line(self, text: str) -> None:
         """Print one event, prefixed with the elapsed time (above the bar in a terminal)."""

@@ -102,6 +102,26 @@ def test_eval_trials_pass_k_json_and_resume(tmp_path):
     assert figures["pass_k"] == {"1": 1.0, "2": 1.0} and figures["scenarios"] == 3 and figures["trials"] == 2
     again = runner.invoke(app, [*args, "--out", str(out)])
     assert again.exit_code == 0 and "6 episodes taken from" in again.output and len(out.read_text().splitlines()) == 6
+    assert "/6 episodes" not in again.output  # episodes read back are not reported as played
+
+
+def test_unknown_env_options_are_refused_with_the_valid_names():
+    result = runner.invoke(app, ["eval", "--episodes", "1", "--env-arg", "prefetch=1"])
+    assert result.exit_code == 2
+    assert "takes no option 'prefetch' (did you mean 'prefetch_k'?)" in result.output and "n_products" in result.output
+    assert "unexpected keyword" not in result.output
+    result = runner.invoke(app, ["train", "--env", "Summarize-v0", "--env-arg", "prefetch_k=1", "--steps", "1"])
+    assert result.exit_code == 2 and "Summarize-v0 takes no option 'prefetch_k' (did you mean 'prefetch'?)" in result.output
+
+
+@pytest.mark.parametrize(
+    ("env", "baseline"), [("RagSupport-v0", "search-quote"), ("CustomerSupport-v0", "policy"), ("Summarize-v0", "lead")]
+)
+def test_eval_without_an_agent_plays_the_envs_scripted_baseline_and_says_so(env, baseline):
+    result = runner.invoke(app, ["eval", "--env", env, "--episodes", "1"])
+    assert result.exit_code == 0, result.output
+    assert f"│ {baseline} " in result.output and "(test split; 1 scenario, 1 episode per agent)" in result.output
+    assert f"{baseline} on {env}" in " ".join(runner.invoke(app, ["eval", "--help"]).output.split())
 
 
 def test_eval_refuses_relative_judges_and_bad_agent_options():
@@ -130,7 +150,7 @@ def test_eval_on_a_scenario_file_names_it_and_says_when_it_replays(tmp_path):
     result = runner.invoke(app, ["eval", "--scenarios", str(path), "--agent", "oracle", "--episodes", "3"])
     assert result.exit_code == 0, result.output
     assert "test split" not in result.output
-    assert f"{path}: 1 scenario; 1 scenarios x 3 trials, 3 episodes per agent" in " ".join(result.output.split())
+    assert f"{path}: 1 scenario; 1 scenario x 3 trials, 3 episodes per agent" in " ".join(result.output.split())
     assert "holds 1 scenario: 3 episodes replay them" in " ".join(result.output.split())
 
 

@@ -29,6 +29,10 @@ BASELINE_MODULES: dict[str, str] = {
 }
 """Env id -> module whose ``BASELINES`` dict maps spec names to scripted agent classes."""
 
+DEFAULT_AGENTS: dict[str, str] = {"RagSupport-v0": "search-quote", "CustomerSupport-v0": "policy", "Summarize-v0": "lead"}
+"""Env id -> the scripted baseline `judgegym eval` plays when no agent is named: the honest one of
+each env (it reads no gold, unlike ``oracle``)."""
+
 MODEL_AGENTS: dict[str, str] = {
     "hf": "judgegym.agents.hf:HFAgent",
     "vllm": "judgegym.agents.vllm_agent:VLLMAgent",
@@ -92,4 +96,14 @@ def make_agent(spec: str, env_id: str = "RagSupport-v0") -> Agent:
     return cls(model, **kwargs)
 
 
-__all__ = ["BASELINE_MODULES", "MODEL_AGENTS", "Action", "Agent", "baselines", "make_agent", "parse_spec", "sampling_seed"]
+__all__ = [
+    "BASELINE_MODULES",
+    "DEFAULT_AGENTS",
+    "MODEL_AGENTS",
+    "Action",
+    "Agent",
+    "baselines",
+    "make_agent",
+    "parse_spec",
+    "sampling_seed",
+]

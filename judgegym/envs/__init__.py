@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -54,6 +55,44 @@ def make_env(env_id: str, env_url: str | None = None, **kwargs: Any) -> gym.Env:
     return gym.make(REMOTE_ENV, url=env_url, env_id=env_id, **kwargs)
 
 
+def env_options(env_id: str) -> list[str]:
+    """The keyword arguments ``gym.make(env_id, ...)`` accepts for a registered env: those of its
+    class and of each base class it passes ``**kwargs`` on to (a judgegym env's `ChatEnv`
+    options), plus Gymnasium's own (``max_episode_steps``, ``disable_env_checker``, ...)."""
+    import inspect
+
+    from gymnasium.envs.registration import load_env_creator
+
+    creator = load_env_creator(gym.spec(env_id).entry_point)
+    names: list[str] = []
+    for cls in getattr(creator, "__mro__", [creator]):
+        init = cls.__dict__.get("__init__", creator if not isinstance(creator, type) else None)
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    gym_make = [p.name for p in inspect.signature(gym.make).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "id"]
+    return list(dict.fromkeys(names + gym_make))
+
+
+def check_env_options(env_id: str, kwargs: Mapping[str, Any]) -> None:
+    """Raise ValueError naming each option `env_id` does not take (with the nearest valid name)
+    and listing the valid ones, before the env is made."""
+    import difflib
+
+    valid = env_options(env_id)
+    unknown = [name for name in kwargs if name not in valid]
+    if not unknown:
+        return
+    said = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, valid, n=1)
+        said.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    raise ValueError(f"{env_id} takes no option {', '.join(said)}; its options: {', '.join(valid)}")
+
+
 def env_urls(env_url: str | None) -> list[str | None]:
     """``"URL1,URL2"`` -> the URLs (envs are spread over them in turn); None -> [None] (local)."""
     if env_url is None:
@@ -68,6 +107,8 @@ __all__ = [
     "ENVIRONMENTS",
     "GROUP_ENVIRONMENTS",
     "REMOTE_ENV",
+    "check_env_options",
+    "env_options",
     "env_urls",
     "make_env",
     "ChatEnv",

@@ -98,6 +98,7 @@ async def evaluate(
     out: str | os.PathLike[str] | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
     env_url: str | None = None,
+    on_resumed: Callable[[list[Trajectory]], None] | None = None,
 ) -> EvalRun:
     """Play `trials` attempts at each of `episodes` scenarios (seeds ``seed .. seed +
     episodes - 1``).
@@ -106,7 +107,8 @@ async def evaluate(
     env's verifier. Up to `concurrency` episodes run at once, each worker on its own env instance (a batched
     model agent generates their turns together). With `out`, finished episodes already in
     that JSONL file are skipped and new ones are appended as they finish, so an interrupted
-    run loses at most the episodes in flight. An episode whose agent or env raises is logged
+    run loses at most the episodes in flight. `on_episode` is called with each episode as it
+    finishes; `on_resumed`, once before any plays, with those read back from `out`. An episode whose agent or env raises is logged
     and reported in `EvalRun.failed`; the others go on. Trajectories come back ordered by
     (seed, trial).
 
@@ -138,9 +140,8 @@ async def evaluate(
                 todo.put_nowait((s, trial))
     results: dict[tuple[int, int], Trajectory] = {k: v for k, v in done.items() if k[1] < trials}
     run = EvalRun([], resumed=len(results))
-    for t in results.values():
-        if on_episode:
-            on_episode(t)
+    if on_resumed and results:
+        on_resumed([results[k] for k in sorted(results)])
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     sink = open(out, "a", encoding="utf-8") if out is not None else None  # noqa: SIM115  (closed below)

@@ -438,7 +438,6 @@ class GRPOTrainer:
         ahead of the update (`_Pipeline`)."""
         config, main = self.config, self.ranks.is_main
         writer = self._tensorboard() if main else None
-        done_before = self.state.step
         console = None if main else Console(file=io.StringIO())
         pipeline = _Pipeline(self, config.max_off_policy_steps) if config.max_off_policy_steps > 0 else None
         try:
@@ -453,8 +452,8 @@ class GRPOTrainer:
                     if pipeline is not None:
                         pipeline.trained(self.state.step)
                     step = self.state.step
-                    left = (config.max_steps - step) * progress.elapsed / max(1, step - done_before)
                     progress.update(step, note=f"reward {_fmt(record.get('reward'))}, {record['step_time_s']:.1f} s/step")
+                    left = progress.time_left(record["step_time_s"])
                     if not progress.live:
                         progress.line(
                             f"step {step}/{config.max_steps}: reward {_fmt(record.get('reward'))}, loss {_fmt(record.get('loss'))}, "

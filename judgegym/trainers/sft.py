@@ -325,7 +325,6 @@ class SFTTrainer:
         ``eval_steps`` and at the end; ``best/`` keeps the weights of the best eval."""
         config = self.config
         writer = tensorboard_writer(config.tensorboard, self.output_dir / "tensorboard", self.state.step + 1)
-        done_before = self.state.step
         evaluating = bool(self.env_id) and config.eval_episodes > 0
         try:
             with RunProgress(self.total_steps, label="SFT", completed=self.state.step) as progress:
@@ -333,8 +332,8 @@ class SFTTrainer:
                     progress.phase(f"step {self.state.step + 1}/{self.total_steps}")
                     record = self.train_step()
                     step = self.state.step
-                    left = (self.total_steps - step) * progress.elapsed / max(1, step - done_before)
                     progress.update(step, note=f"loss {record['loss']:.3f}, {record['step_time_s']:.1f} s/step")
+                    left = progress.time_left(record["step_time_s"])
                     if not progress.live:
                         progress.line(
                             f"step {step}/{self.total_steps}: loss {record['loss']:.3f}, {record['tokens_per_s']:.0f} tokens/s, "
