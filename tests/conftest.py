@@ -3,14 +3,17 @@ transformers folder, one torch thread for tiny-model tests) and the two tiers of
 
 The tiers: `pytest` runs the fast tier (pyproject's addopts deselect tests marked `slow`);
 `pytest -m slow` runs the slow tier and `pytest -m ""` runs both. A test is marked `slow` when
-its setup, call and teardown took more than `SLOW_SECONDS` in the last recorded run:
-`pytest -m "" --record-durations` writes every test's seconds to tests/durations.json, and
-tests/test_repo.py fails while a test over the threshold there is unmarked."""
+its own seconds (setup, call and teardown, less the setup of module- or session-scoped fixtures
+it happened to be first to need: those are shared, paid once whichever test comes first) were
+over `SLOW_SECONDS` in the last recorded run: `pytest -m "" --record-durations` writes every
+test's seconds to tests/durations.json, and tests/test_repo.py fails while a test over the
+threshold there is unmarked."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -60,17 +63,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         Path(config.getoption("--list-tiers")).write_text(json.dumps(config.stash[MARKED_SLOW]))
 
 
+SHARED_SETUP = "shared_fixture_setup_s"
+"""The user property (on a test's setup report) with the seconds its setup spent on fixtures of
+module, class, package or session scope."""
+_SHARED_SECONDS = pytest.StashKey[float]()
+_SETTING_UP: list[pytest.Item] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    _SETTING_UP.append(item)
+    try:
+        yield
+    finally:
+        _SETTING_UP.pop()
+        item.user_properties.append((SHARED_SETUP, item.stash.get(_SHARED_SECONDS, 0.0)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):
+    # A fixture's own dependencies are set up before this hook runs for it, so nothing nests.
+    start = time.perf_counter()
+    yield
+    if fixturedef.scope != "function" and _SETTING_UP:
+        item = _SETTING_UP[-1]
+        item.stash[_SHARED_SECONDS] = item.stash.get(_SHARED_SECONDS, 0.0) + time.perf_counter() - start
+
+
 class _DurationRecorder:
-    """Adds up each test's setup, call and teardown seconds and merges them into DURATIONS at the
-    end (tests not run keep their old figures; tests whose file is gone are dropped). Registered
-    on the controlling process only: under xdist every report reaches it."""
+    """Adds up each test's own seconds (setup, call and teardown, less its shared fixtures'
+    setup) and merges them into DURATIONS at the end (tests not run keep their old figures;
+    tests whose file is gone are dropped). Registered on the controlling process only: under
+    xdist every report, with its user properties, reaches it."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.seconds: dict[str, float] = defaultdict(float)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[report.nodeid] += report.duration
+        shared = sum(value for name, value in report.user_properties if name == SHARED_SETUP) if report.when == "setup" else 0.0
+        self.seconds[report.nodeid] += max(0.0, report.duration - shared)
 
     def pytest_sessionfinish(self) -> None:
         old = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
