@@ -187,6 +187,47 @@ def test_hf_agent_batched_greedy_generation_matches_one_at_a_time():
     assert all(0 < t.metrics["completion_tokens"] <= 24 for t in together)  # two turns of at most 12 tokens
 
 
+@pytest.mark.parametrize(
+    ("env_id", "env_kwargs"),
+    [
+        ("RagSupport-v0", {"n_products": 20, "n_worlds": 1}),
+        ("CustomerSupport-v0", {}),
+        ("Summarize-v0", {}),
+    ],
+)
+def test_hf_agent_keeping_kv_caches_plays_the_same_greedy_episodes(env_id, env_kwargs):
+    """Concurrent episodes with each episode's KV cache kept across its turns play exactly what
+    re-reading every conversation plays (greedy), on all three envs."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_llama(tokenizer)
+    kwargs = {**env_kwargs, "max_turns": 3}
+    runs = {}
+    for reuse in (True, False):
+        agent = _hf(tokenizer, model, max_batch=8, kv_reuse=reuse)
+        runs[reuse] = asyncio.run(evaluate(env_id, agent, episodes=4, concurrency=4, env_kwargs=kwargs)).trajectories
+        if reuse:
+            stats = agent.prefix_cache.stats
+        agent.close()
+    assert [t.messages for t in runs[True]] == [t.messages for t in runs[False]]
+    assert [t.reward for t in runs[True]] == [t.reward for t in runs[False]]
+    # the episodes share their system prompt, and CustomerSupport's take three turns: most is not read again
+    assert stats.reused_tokens > stats.prefilled_tokens
+
+
+def test_hf_agent_reuses_the_longest_common_prefix_of_a_rerendered_prompt():
+    """A prompt that shares only part of a kept sequence (the conversation rendered anew)
+    reuses that part; what it generates equals a fresh agent's."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_llama(tokenizer)
+    agent, fresh = _hf(tokenizer, model), _hf(tokenizer, model, kv_reuse=False)
+    first = "<|im_start|>user\nwhich warranty covers the lamp<|im_end|>\n<|im_start|>assistant\n"
+    [one] = agent.generate_batch([first], [0])
+    second = first + "another answer<|im_end|>\n<|im_start|>user\nand the battery<|im_end|>\n<|im_start|>assistant\n"
+    assert agent.generate_batch([second, first], [0, 0]) == fresh.generate_batch([second, first], [0, 0])
+    stats = agent.prefix_cache.stats
+    assert stats.reused_tokens >= 2 * len(tokenizer(first)["input_ids"]) - 2 and one.completion_tokens > 0
+
+
 def test_hf_agent_sampling_is_seeded_by_trial():
     tokenizer = tiny_tokenizer()
     agent = _hf(tokenizer, tiny_llama(tokenizer), temperature=1.0, max_batch=1)

@@ -229,7 +229,7 @@ def test_shared_prompts_are_prefilled_once_with_the_same_samples(tiny_model, mon
     from judgegym.agents.hf import load_model
 
     model, tokenizer = load_model(str(tiny_model), torch.float32)
-    backend = TransformersBackend(model, tokenizer, "cpu")
+    backend = TransformersBackend(model, tokenizer, "cpu", kv_reuse=False)
     prompts = [[5, 6, 7, 8, 9]] * 3 + [[11, 12]] * 2 + [[13, 14, 15]]  # uneven lengths: left padding differs
     sampling = Sampling(temperature=0.9, top_p=1.0, max_tokens=6, seed=3)
     calls = []
@@ -248,6 +248,41 @@ def test_shared_prompts_are_prefilled_once_with_the_same_samples(tiny_model, mon
     for row_shared, row_separate in zip(shared[1], separate[1], strict=True):
         assert row_shared == pytest.approx(row_separate, abs=1e-4)
     assert shared[0][0] != shared[0][1] or shared[0][1] != shared[0][2]  # the group's members still differ
+
+
+@pytest.mark.parametrize("max_cached_tokens", [32_768, 40])
+def test_kv_reuse_across_turns_samples_what_rereading_samples(tiny_model, max_cached_tokens):
+    """Episodes at different lengths over four turns, the env adding a different number of
+    tokens to each and one episode ending: keeping each episode's KV cache samples the same ids
+    with the same log-probabilities as re-reading every prompt, frees the ended episode's
+    cache, and, with a cap too small for the caches, falls back to re-reading."""
+    import random
+
+    from judgegym.agents.batching import Sampling
+    from judgegym.agents.hf import load_model
+
+    model, tokenizer = load_model(str(tiny_model), torch.float32)
+    reuse = TransformersBackend(model, tokenizer, "cpu", max_cached_tokens=max_cached_tokens)
+    plain = TransformersBackend(model, tokenizer, "cpu", kv_reuse=False)
+    rng = random.Random(0)
+    prompts = [[5, 6, 7, 8, 9]] * 2 + [[11, 12]] * 2 + [[13, 14, 15]]
+    for turn in range(4):
+        sampling = Sampling(temperature=1.0, top_p=1.0, max_tokens=6, seed=turn)
+        (ids, logprobs), (plain_ids, plain_logprobs) = reuse.generate(prompts, sampling), plain.generate(prompts, sampling)
+        assert ids == plain_ids
+        for row, plain_row in zip(logprobs, plain_logprobs, strict=True):
+            assert row == pytest.approx(plain_row, abs=1e-4)
+        prompts = [p + sample + [rng.randrange(3, 40) for _ in range(rng.randint(1, 9))] for p, sample in zip(prompts, ids, strict=True)]
+        if turn == 1:
+            prompts.pop(2)  # that episode ended
+    stats, cache = reuse.prefix_cache.stats, reuse.prefix_cache
+    if max_cached_tokens > 1000:
+        assert stats.reused_tokens > 2 * stats.prefilled_tokens and stats.evicted_tokens == 0
+        assert len(cache._entries) == len(prompts)  # one per live episode: the ended one's was freed
+    else:
+        assert stats.evicted_tokens > 0 and cache.cached_tokens <= max_cached_tokens
+    reuse.sync_weights(model)
+    assert cache.cached_tokens == 0  # new weights: every kept cache is stale
 
 
 def digit_share(trajectory: Trajectory) -> float:

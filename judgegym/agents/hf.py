@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models.embedded import load_model, peft_quietly, unmark_quantized
 from .batching import BatchedAgent, Generation, Sampling
+from .prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, cache_argument, supports_prefix_cache
 
 
 class HFAgent(BatchedAgent):
@@ -29,6 +30,13 @@ class HFAgent(BatchedAgent):
         dtype: ``bfloat16`` / ``float32`` ... (default: bf16 on GPU, fp32 on CPU).
         model_obj, tokenizer_obj: an already loaded model and tokenizer (skip loading).
         name: the agent's name in results (default: its spec, e.g. ``hf:smollm2-135m``).
+        kv_reuse: keep each episode's KV cache after its turn and read only the new part of
+            its next prompt (`judgegym.agents.prefix_cache.PrefixCache`, matched by the longest
+            common token prefix, so a re-rendered conversation reuses what it shares); the
+            generations are those of re-reading the whole conversation, up to floating-point
+            summation order. On by default where the model allows it (full attention only).
+        max_cached_tokens: kept tokens, all episodes together; past it the least recently used
+            caches are dropped and those episodes read their conversation again.
     """
 
     def __init__(
@@ -46,6 +54,8 @@ class HFAgent(BatchedAgent):
         model_obj: Any = None,
         tokenizer_obj: Any = None,
         name: str | None = None,
+        kv_reuse: bool = True,
+        max_cached_tokens: int = DEFAULT_MAX_CACHED_TOKENS,
     ):
         super().__init__(Sampling(temperature, top_p, max_tokens, seed), max_batch)
         import torch
@@ -61,6 +71,13 @@ class HFAgent(BatchedAgent):
         self._tokenizer = tokenizer_obj
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
+        reuse = kv_reuse and supports_prefix_cache(self.model)
+        self.prefix_cache = PrefixCache(self.model, max_tokens=max_cached_tokens) if reuse else None
+
+    def close(self) -> None:
+        """Drop the kept KV caches."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     @property
     def tokenizer(self) -> Any:
@@ -71,24 +88,35 @@ class HFAgent(BatchedAgent):
 
         tokenizer, sampling = self._tokenizer, self.sampling
         tokenizer.padding_side = "left"  # generation continues from the right edge of every row
-        inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         options: dict[str, Any] = {"max_new_tokens": sampling.max_tokens, "pad_token_id": tokenizer.pad_token_id}
         if sampling.temperature == 0:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
             options.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        prompt_ids: list[list[int]] = tokenizer(prompts, add_special_tokens=False)["input_ids"]
         with torch.inference_mode(), torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
+            if self.prefix_cache is not None:
+                input_ids, attention_mask, cache = self.prefix_cache.prefill(prompt_ids, tokenizer.pad_token_id, self.device)
+                if cache is not None:
+                    options[cache_argument()] = cache
+            else:
+                inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+                input_ids, attention_mask, cache = inputs["input_ids"], inputs["attention_mask"], None
             torch.manual_seed(seeds[0])
-            output = self.model.generate(**inputs, **options)
-        prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
-        generations = []
-        for row, prompt_tokens in zip(output[:, inputs["input_ids"].shape[1] :].tolist(), prompt_lengths, strict=True):
-            if tokenizer.eos_token_id in row:
-                row = row[: row.index(tokenizer.eos_token_id) + 1]
-            while row and row[-1] == tokenizer.pad_token_id and tokenizer.pad_token_id != tokenizer.eos_token_id:
-                row.pop()
-            generations.append(Generation(tokenizer.decode(row, skip_special_tokens=True), int(prompt_tokens), len(row)))
-        return generations
+            output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **options)
+            rows = []
+            for row in output[:, input_ids.shape[1] :].tolist():
+                if tokenizer.eos_token_id in row:
+                    row = row[: row.index(tokenizer.eos_token_id) + 1]
+                while row and row[-1] == tokenizer.pad_token_id and tokenizer.pad_token_id != tokenizer.eos_token_id:
+                    row.pop()
+                rows.append(row)
+            if self.prefix_cache is not None:
+                self.prefix_cache.keep(prompt_ids, cache, rows)
+        return [
+            Generation(tokenizer.decode(row, skip_special_tokens=True), len(prompt), len(row))
+            for row, prompt in zip(rows, prompt_ids, strict=True)
+        ]
 
 
 def _with_adapter(model: Any, adapter: Path) -> Any:

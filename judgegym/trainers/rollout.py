@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 
 from ..agents.batching import Sampling
+from ..agents.prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, cache_argument, generated_cache, supports_prefix_cache
 from ..envs import env_urls, make_env
 from ..trajectory import Trajectory
 from .loss import selective_log_softmax
@@ -65,14 +66,26 @@ class TransformersBackend:
     Rows that share a prompt (a group's first turn) share its prefill: the prompt is read once
     and its KV cache copied to each row, so a turn costs B prompt reads, not B x G.
 
+    With `kv_reuse` (the default, for models whose every layer attends to the whole sequence)
+    each episode's KV cache is kept after its turn (`judgegym.agents.prefix_cache.PrefixCache`)
+    and the next turn reads only the tokens the env added; the samples and log-probabilities
+    are those of re-reading the whole conversation, up to floating-point summation order. Kept
+    caches of episodes that ended are dropped at the next call, all of them at `sync_weights`
+    (new weights make them stale), and the least recently used past `max_cached_tokens`.
+
     Memory: ``generate`` keeps the logits of every new position, ``B x max_tokens x vocab``
     floats; lower the batch or ``max_tokens`` if that does not fit.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, device: str):
+    def __init__(
+        self, model: Any, tokenizer: Any, device: str, *, kv_reuse: bool = True, max_cached_tokens: int = DEFAULT_MAX_CACHED_TOKENS
+    ):
         self.model = model
         self.tokenizer = tokenizer
         self.device = device
+        self.prefix_cache = (
+            PrefixCache(model, max_tokens=max_cached_tokens, drop_unused=True) if kv_reuse and supports_prefix_cache(model) else None
+        )
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: Sampling) -> tuple[list[list[int]], list[list[float]]]:
         import torch
@@ -84,17 +97,6 @@ class TransformersBackend:
         if not rows_of:
             return [], []
         pad, eos = _pad_id(self.tokenizer), self.tokenizer.eos_token_id
-        unique = list(rows_of)
-        width = max(len(p) for p in unique)
-        unique_ids = torch.full((len(unique), width), pad, dtype=torch.long)
-        unique_mask = torch.zeros((len(unique), width), dtype=torch.long)
-        for row, prompt in enumerate(unique):
-            unique_ids[row, width - len(prompt) :] = torch.tensor(prompt)
-            unique_mask[row, width - len(prompt) :] = 1
-        source = torch.empty(len(prompts), dtype=torch.long)  # row -> its unique prompt
-        for index, rows in enumerate(rows_of.values()):
-            source[rows] = index
-        input_ids, attention_mask = unique_ids[source].to(self.device), unique_mask[source].to(self.device)
         # A fresh GenerationConfig: nothing inherited from the model's defaults (repetition
         # penalty, top_k=50, ...) may change the distribution the logprobs describe.
         config = GenerationConfig(
@@ -110,11 +112,13 @@ class TransformersBackend:
         )
         cuda = [self.device] if str(self.device).startswith("cuda") else []
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
-            # Shared prompts (the G members of a group on their first turn) are read once: their
-            # KV cache is computed per distinct prompt and copied to every row that shares it.
-            cache = self._prefill(unique_ids, unique_mask, source) if len(unique) < len(prompts) and width > 1 else None
+            if self.prefix_cache is not None:
+                input_ids, attention_mask, cache = self.prefix_cache.prefill(prompts, pad, self.device)
+            else:
+                input_ids, attention_mask, cache = self._left_padded(rows_of, len(prompts), pad)
+            width = input_ids.shape[1]
             torch.manual_seed(sampling.seed)
-            prefilled = {_cache_argument(): cache} if cache is not None else {}
+            prefilled = {cache_argument(): cache} if cache is not None else {}
             out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **prefilled)
         new = out.sequences[:, width:]
         # logprobs of every generated position, one (B, V) slice at a time
@@ -126,7 +130,28 @@ class TransformersBackend:
             end = row_ids.index(eos) + 1 if eos in row_ids else len(row_ids)  # after EOS there is only padding
             ids_out.append(row_ids[:end])
             logprobs_out.append(row_logprobs[:end])
+        if self.prefix_cache is not None:
+            self.prefix_cache.keep(prompts, cache, ids_out)
         return ids_out, logprobs_out
+
+    def _left_padded(self, rows_of: dict[tuple[int, ...], list[int]], n: int, pad: int) -> tuple[Any, Any, Any]:
+        """Without KV reuse: the prompts left-padded, and the shared prompts' prefilled cache."""
+        import torch
+
+        unique = list(rows_of)
+        width = max(len(p) for p in unique)
+        unique_ids = torch.full((len(unique), width), pad, dtype=torch.long)
+        unique_mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for row, prompt in enumerate(unique):
+            unique_ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            unique_mask[row, width - len(prompt) :] = 1
+        source = torch.empty(n, dtype=torch.long)  # row -> its unique prompt
+        for index, rows in enumerate(rows_of.values()):
+            source[rows] = index
+        # Shared prompts (the G members of a group on their first turn) are read once: their
+        # KV cache is computed per distinct prompt and copied to every row that shares it.
+        cache = self._prefill(unique_ids, unique_mask, source) if len(unique) < n and width > 1 else None
+        return unique_ids[source].to(self.device), unique_mask[source].to(self.device), cache
 
     def _prefill(self, unique_ids: Any, unique_mask: Any, source: Any) -> Any:
         """The KV cache of every prompt but its last token, computed once per distinct prompt
@@ -138,12 +163,14 @@ class TransformersBackend:
         out = self.model(
             input_ids=unique_ids[:, :-1].to(self.device), attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
         )
-        cache = out.cache if hasattr(out, "cache") else out.past_key_values  # renamed in transformers 5
+        cache = generated_cache(out)
         cache.batch_select_indices(source.to(self.device))
         return cache
 
     def sync_weights(self, model: Any) -> None:
-        """Nothing to do: the sampler is the training model."""
+        """The sampler is the training model: only the kept KV caches, stale now, are dropped."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
 
 @dataclass
@@ -233,14 +260,6 @@ def play_groups(
         )
         for i in range(len(envs))
     ]
-
-
-def _cache_argument() -> str:
-    """The name `generate` takes a prefilled KV cache under: ``cache`` in transformers 5,
-    ``past_key_values`` before."""
-    from transformers.generation import utils
-
-    return "cache" if "cache" in getattr(utils, "ALL_CACHE_NAMES", ()) else "past_key_values"
 
 
 def prompt_rows(prompts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
