@@ -96,7 +96,7 @@ def _play(backend: Any, tokenizer: Any, args: argparse.Namespace, seeds: list[in
 
 def _sampled(episode: Any) -> list[int]:
     tokens = episode.tokens
-    return [t for t, m in zip(tokens.ids, tokens.mask, strict=True) if m]
+    return [t for t, m in zip(tokens.completion_ids, tokens.loss_mask, strict=True) if m]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
