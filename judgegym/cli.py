@@ -18,7 +18,7 @@ from rich.table import Table
 from . import envs
 from .agents import DEFAULT_AGENTS, make_agent
 from .evaluation import SUCCESS_THRESHOLD, EvalSummary, evaluate, summarize
-from .progress import RunProgress
+from .progress import RunProgress, peak_memory_line
 from .trajectory import Trajectory
 
 app = typer.Typer(
@@ -424,6 +424,7 @@ def train_command(
     if evals:
         console.print(f"held-out reward: first {evals[0]['eval/reward']:.3f}, last {evals[-1]['eval/reward']:.3f}")
     console.print(f"metrics, checkpoints and adapters in {train_config.output_dir}")
+    console.print(peak_memory_line())
 
 
 @app.command("sft", short_help="Supervised fine-tuning on judged trajectories (the warm start before GRPO).")
@@ -518,6 +519,7 @@ def sft_command(
         markup=False,
         highlight=False,
     )
+    console.print(peak_memory_line())
 
 
 @app.command("demo", short_help="GRPO on the embedded model on CPU: held-out reward before and after.")
@@ -598,6 +600,7 @@ def demo_command(
         highlight=False,
         soft_wrap=True,
     )
+    console.print(peak_memory_line())
 
 
 def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int) -> None:

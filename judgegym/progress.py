@@ -4,6 +4,8 @@ shows where the run is while it runs."""
 
 from __future__ import annotations
 
+import resource
+import sys
 import time
 from collections import deque
 from types import TracebackType
@@ -117,4 +119,17 @@ class RunProgress:
             self.console.file.flush()
 
 
-__all__ = ["RunProgress", "format_seconds"]
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (``ru_maxrss``). A child process's
+    figure starts at its parent's peak at the time of the spawn, so measure in processes
+    started from a small parent."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
+
+
+def peak_memory_line() -> str:
+    """``peak memory: 5.8 GB (resident)``: what the training commands print last."""
+    return f"peak memory: {peak_rss_mb() / 1024:.1f} GB (resident, this process)"
+
+
+__all__ = ["RunProgress", "format_seconds", "peak_memory_line", "peak_rss_mb"]

@@ -102,12 +102,13 @@ def test_sft_selects_trains_and_hands_its_adapter_to_train(tmp_path, tiny_model)
     with_recall = sum(json.loads(line)["metrics"].get("recall") == 1.0 for line in data.read_text().splitlines())
     assert 0 < with_recall < 3  # one of the three questions is unanswerable: no recall to filter on
     assert f"3 trajectories read, {with_recall} selected, {with_recall} trained on" in result.output
-    assert "held-out reward" in result.output
+    assert "held-out reward" in result.output and "peak memory: " in result.output.splitlines()[-1]
     assert (out / "last" / "adapter_config.json").is_file() and (out / "eval" / "step-1.jsonl").is_file()
     grpo = ["train", "--model", f"{tiny_model}+{out}/last", "--steps", "1", "--output-dir", str(tmp_path / "grpo"), *small]
     grpo += ["--set", "scenarios_per_step=1", "--set", "group_size=2", "--set", "max_new_tokens=4", "--set", "max_turns=1"]
     result = runner.invoke(app, [*grpo, "--set", "eval_steps=0"])
     assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1].startswith("peak memory: ") and " GB (resident" in result.output
     saved = json.loads((tmp_path / "grpo" / "config.json").read_text())
     assert saved["model"] == tiny_model and saved["init_adapter"] == f"{out}/last"
 

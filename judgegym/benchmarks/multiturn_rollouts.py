@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .train_throughput import peak_rss_mb
+from ..progress import peak_rss_mb
 
 
 def _adapter(args: argparse.Namespace) -> Path:

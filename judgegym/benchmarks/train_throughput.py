@@ -30,9 +30,7 @@ import hashlib
 import importlib.util
 import json
 import platform
-import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..integrations.trl import RAG_SINGLE_TURN_PROMPT
 from ..judges.base import JudgeScore, Verifier
+from ..progress import peak_rss_mb
 from ..trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -67,14 +66,6 @@ def single_turn_rag(prefetch_k: int) -> dict[str, Any]:
     """RagSupport-v0 keyword arguments for answer-only episodes: `prefetch_k` articles in the
     question, no tools offered (``max_tool_calls=0``) and the single-turn system prompt."""
     return {"max_tool_calls": 0, "prefetch_k": prefetch_k, "system_prompt": RAG_SINGLE_TURN_PROMPT}
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far, in MiB (``ru_maxrss``). A child process's
-    figure starts at its parent's peak at the time of the spawn, so measure in processes
-    started from a small parent."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
 
 
 def train_steps(config: GRPOConfig, judge: Judge | None = None) -> dict[str, Any]:
