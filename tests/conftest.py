@@ -50,9 +50,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     profile = settings.get_current_profile_name()
-    return f"hypothesis: profile {profile!r}, {settings.default.max_examples} examples where a property states none ({', '.join(PROFILES)})"
+    tier = {"not slow": "the fast tier (-m slow: the slow one; -m '': both)", "slow": "the slow tier", "": "both tiers"}
+    return [
+        f"tier: {tier.get(config.option.markexpr, repr(config.option.markexpr))}",
+        f"hypothesis: profile {profile!r}, {settings.default.max_examples} examples where a property states none ({', '.join(PROFILES)})",
+    ]
 
 
 @pytest.hookimpl(tryfirst=True)
