@@ -222,6 +222,25 @@ def test_trainer_logprobs_match_the_sampler_at_step_start(tmp_path, tiny_model):
     assert record["is/frac_capped"] == 0.0 and record["is/weight_mean"] == pytest.approx(1.0, abs=1e-3)
 
 
+def test_a_bf16_update_trains_on_the_same_rollouts_with_nearly_the_same_numbers(tmp_path, tiny_model):
+    """mixed_precision='bf16' runs the update's forward and backward under bf16 autocast; the
+    rollouts (sampled in float32) are the same, and the loss and the trainer's log-probabilities
+    stay close to float32's (the log-softmax runs on float32 logits)."""
+    records = {}
+    for mode in ("no", "bf16"):
+        config = make_config(tmp_path / mode, tiny_model, mixed_precision=mode, temperature=0.7, importance_sampling="truncate")
+        trainer = GRPOTrainer(config, judge=ScriptedJudge(text_hash_reward))
+        records[mode] = trainer.train_step()
+        records[mode]["samples"] = [e.tokens.completion_ids for e in trainer.last_rollout]
+    assert records["bf16"]["samples"] == records["no"]["samples"] and records["no"]["num_trained_tokens"] > 10
+    assert records["no"]["sampling/sampling_logp_difference/max"] < 1e-3
+    assert records["bf16"]["sampling/sampling_logp_difference/max"] < 0.2
+    assert records["bf16"]["loss"] == pytest.approx(records["no"]["loss"], abs=0.05)
+    assert records["bf16"]["grad_norm"] == pytest.approx(records["no"]["grad_norm"], rel=0.1)
+    with pytest.raises(ValueError, match="mixed_precision must be 'no' or 'bf16'"):
+        GRPOConfig(mixed_precision="fp8")
+
+
 def test_shared_prompts_are_prefilled_once_with_the_same_samples(tiny_model, monkeypatch):
     """A group's first turn: G rows share a prompt. Reading it once and copying its KV cache
     must sample exactly what reading it per row samples, with the same log-probabilities."""

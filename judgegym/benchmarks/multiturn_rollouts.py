@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import peak_rss_mb
+from ..trainers.policy import native_bf16
 
 
 def _adapter(args: argparse.Namespace) -> Path:
@@ -61,22 +62,13 @@ def _adapter(args: argparse.Namespace) -> Path:
             warmup_steps=2,
             micro_batch_tokens=1600,
             gradient_accumulation_steps=2,
-            mixed_precision="bf16" if _native_bf16() else "no",
+            mixed_precision="bf16" if native_bf16() else "no",
             save_steps=0,
             eval_episodes=0,
             output_dir=str(folder),
         )
     ).train()
     return folder / "last"
-
-
-def _native_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (AMX or AVX-512 BF16): elsewhere bf16 is slower."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return " amx_bf16" in flags or " avx512_bf16" in flags
 
 
 def _play(backend: Any, tokenizer: Any, args: argparse.Namespace, seeds: list[int]) -> tuple[float, list[Any]]:
@@ -110,6 +102,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-turns", type=int, default=4, help="turns per episode at most (default: 4)")
     parser.add_argument("--max-new-tokens", type=int, default=128, help="tokens per turn at most (default: 128)")
     parser.add_argument("--grpo-steps", type=int, default=3, help="GRPO steps timed with everything kept (default: 3; 0: none)")
+    parser.add_argument(
+        "--grpo-mixed-precision",
+        nargs="+",
+        choices=["bf16", "no"],
+        help="time GRPO steps with each of these (the first is 'grpo_step_s'; default: bf16 where native, else no)",
+    )
+    parser.add_argument("--no-rollouts", action="store_true", help="skip the three-way rollout comparison")
     parser.add_argument("--eval-episodes", type=int, default=16, help="held-out scenarios of the eval (default: 16; 0: none)")
     parser.add_argument("--no-eval-today", action="store_true", help="skip the held-out eval that re-reads every conversation")
     parser.add_argument("--seed", type=int, default=0)
@@ -126,28 +125,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     adapter = _adapter(args)
     policy = HFAgent("smollm2-135m", adapter=adapter, device="cpu", dtype="float32")
     model, tokenizer = policy.model, policy.tokenizer
-    seeds = list(range(args.seed, args.seed + args.scenarios))
-    runs: dict[str, tuple[float, list[Any]]] = {}
-    backends = {
-        "today": TransformersBackend(model, tokenizer, "cpu", kv_reuse=False),
-        "reuse": TransformersBackend(model, tokenizer, "cpu"),
-    }
-    backends["fast"] = backends["reuse"]
-    if _native_bf16():
-        backends["reuse_bf16"] = backends["reuse"]
-    for name, backend in backends.items():
-        backend.sync_weights(model)  # no kept caches from the previous way
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "reuse_bf16"):
-            runs[name] = _play(backend, tokenizer, args, seeds)
-        sampled = sum(len(_sampled(e)) for e in runs[name][1])
-        turns = statistics.mean(e.turns for e in runs[name][1])
-        print(f"{name}: {runs[name][0]:.1f} s, {sampled} sampled tokens, {turns:.1f} turns per episode", flush=True)
-    tokens_per_s = {name: sum(len(_sampled(e)) for e in episodes) / seconds for name, (seconds, episodes) in runs.items()}
-    identical = [_sampled(e) for e in runs["today"][1]] == [_sampled(e) for e in runs["reuse"][1]]
-    stats = backends["reuse"].prefix_cache.stats if backends["reuse"].prefix_cache is not None else None
+    precisions = args.grpo_mixed_precision or ["bf16" if native_bf16() else "no"]
     result: dict[str, Any] = {
         "benchmark": "multiturn_rollouts",
-        "machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(), "native_bf16": _native_bf16()},
+        "machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(), "native_bf16": native_bf16()},
         "setup": {
             "env": "RagSupport-v0 (tools, train split)",
             "model": f"smollm2-135m + {adapter}",
@@ -156,18 +137,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "max_turns": args.max_turns,
             "max_new_tokens": args.max_new_tokens,
             "fast": "KV reuse only (bf16 sampling and merged LoRA not built)",
+            "grpo_mixed_precision": precisions[0],
         },
-        "turns_per_episode": statistics.mean(e.turns for e in runs["today"][1]),
-        "rollout_s": {name: seconds for name, (seconds, _) in runs.items()},
-        "tokens_per_s": tokens_per_s,
-        "reuse_speedup": tokens_per_s["reuse"] / tokens_per_s["today"],
-        "speedup": tokens_per_s["fast"] / tokens_per_s["today"],
-        "identical_samples": identical,
-        "reused_prompt_share": stats.reuse_share if stats else 0.0,
     }
-    del backends, runs
+    if not args.no_rollouts:
+        seeds = list(range(args.seed, args.seed + args.scenarios))
+        runs: dict[str, tuple[float, list[Any]]] = {}
+        backends = {
+            "today": TransformersBackend(model, tokenizer, "cpu", kv_reuse=False),
+            "reuse": TransformersBackend(model, tokenizer, "cpu"),
+        }
+        backends["fast"] = backends["reuse"]
+        if native_bf16():
+            backends["reuse_bf16"] = backends["reuse"]
+        for name, backend in backends.items():
+            backend.sync_weights(model)  # no kept caches from the previous way
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "reuse_bf16"):
+                runs[name] = _play(backend, tokenizer, args, seeds)
+            sampled = sum(len(_sampled(e)) for e in runs[name][1])
+            turns = statistics.mean(e.turns for e in runs[name][1])
+            print(f"{name}: {runs[name][0]:.1f} s, {sampled} sampled tokens, {turns:.1f} turns per episode", flush=True)
+        tokens_per_s = {name: sum(len(_sampled(e)) for e in episodes) / seconds for name, (seconds, episodes) in runs.items()}
+        identical = [_sampled(e) for e in runs["today"][1]] == [_sampled(e) for e in runs["reuse"][1]]
+        stats = backends["reuse"].prefix_cache.stats if backends["reuse"].prefix_cache is not None else None
+        result |= {
+            "turns_per_episode": statistics.mean(e.turns for e in runs["today"][1]),
+            "rollout_s": {name: seconds for name, (seconds, _) in runs.items()},
+            "tokens_per_s": tokens_per_s,
+            "reuse_speedup": tokens_per_s["reuse"] / tokens_per_s["today"],
+            "speedup": tokens_per_s["fast"] / tokens_per_s["today"],
+            "identical_samples": identical,
+            "reused_prompt_share": stats.reuse_share if stats else 0.0,
+        }
+        del backends, runs
 
-    if args.grpo_steps:
+    for precision in precisions if args.grpo_steps else []:
         from ..trainers import GRPOConfig, GRPOTrainer
 
         config = GRPOConfig(
@@ -179,6 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             group_size=args.group_size,
             micro_batch_size=1,
             gradient_checkpointing=True,
+            mixed_precision=precision,
             temperature=1.0,
             max_turns=args.max_turns,
             max_new_tokens=args.max_new_tokens,
@@ -186,20 +191,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             eval_steps=0,
             save_steps=0,
             seed=args.seed,
-            output_dir=str(args.work / f"grpo-{int(time.time())}"),
+            output_dir=str(args.work / f"grpo-{precision}-{int(time.time())}"),
         )
         trainer = GRPOTrainer(config)
         try:
             records = trainer.train()
         finally:
             trainer.close()
-        result["grpo_step_s"] = {
+        timed = {
             "median": statistics.median(r["step_time_s"] for r in records),
             "generate": statistics.median(r["timing/generate_s"] for r in records),
             "update": statistics.median(r["timing/train_s"] for r in records),
             "steps": len(records),
+            "logp_difference_max": max(r.get("sampling/sampling_logp_difference/max", 0.0) for r in records),
         }
-        print(f"GRPO: {result['grpo_step_s']}", flush=True)
+        result.setdefault("grpo_step_s", timed)
+        result.setdefault("grpo_step_s_by_mixed_precision", {})[precision] = timed
+        print(f"GRPO ({precision}): {timed}", flush=True)
 
     if args.eval_episodes:
         evals = {"eval_s": True} if args.no_eval_today else {"eval_s": True, "eval_today_s": False}

@@ -59,6 +59,8 @@ from .policy import (
     make_scheduler,
     resolve_device_dtype,
     tensorboard_writer,
+    training_autocast,
+    warn_about_mixed_precision,
 )
 from .policy import config_field as _field
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, _pad_id, make_envs, play_groups
@@ -383,6 +385,7 @@ class GRPOTrainer:
         if backend is None and config.backend == "vllm":
             require_vllm()  # fail before loading anything
         self.device, self.dtype = resolve_device_dtype(config.device, config.dtype)
+        warn_about_mixed_precision(config.mixed_precision, self.device)
         self.ranks = Ranks.from_environment(device=self.device, timeout_s=config.dist_timeout_s)
         """This process among the trainer's ranks (torchrun); one rank otherwise."""
         if self.ranks.active and config.device == "auto" and self.device == "cuda":
@@ -712,9 +715,12 @@ class GRPOTrainer:
         return metrics
 
     def _logits(self, micro: _Batch) -> torch.Tensor:
-        """Logits predicting ``micro.targets``: (b, T, V) for target positions start+1 .. L-1."""
-        out = self.model(input_ids=micro.input_ids, attention_mask=micro.attention_mask, logits_to_keep=micro.keep, use_cache=False)
-        return out.logits[:, :-1]
+        """Logits predicting ``micro.targets``: (b, T, V) for target positions start+1 .. L-1, in
+        float32 also under ``mixed_precision='bf16'`` (the log-softmax of bf16 logits is too coarse
+        for the policy ratio)."""
+        with training_autocast(self.config.mixed_precision, self.device):
+            out = self.model(input_ids=micro.input_ids, attention_mask=micro.attention_mask, logits_to_keep=micro.keep, use_cache=False)
+        return out.logits[:, :-1].float()
 
     # -- eval, logging, files -----------------------------------------------------------
 

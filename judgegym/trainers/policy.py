@@ -37,6 +37,12 @@ class PolicyConfig:
     dtype: str = config_field("auto", "Weights dtype: 'auto' (float32 on CPU, bfloat16 on GPU), 'float32', 'bfloat16', 'float16'.")
     device: str = config_field("auto", "'auto' (cuda when available, else cpu), 'cpu', 'cuda', 'cuda:1', ...")
     gradient_checkpointing: bool = config_field(False, "Recompute activations in the backward pass: less memory, about 30% slower.")
+    mixed_precision: str = config_field(
+        "no",
+        "'bf16': the training forward and backward under torch.autocast in bfloat16 (weights, optimizer and the loss's "
+        "softmax stay in dtype); on CPUs with AMX or AVX-512 BF16 faster and half the activation memory, on other CPUs many "
+        "times slower (native_bf16() tells). 'no': everything in dtype.",
+    )
     use_lora: bool = config_field(True, "Train a LoRA adapter (peft) instead of all weights; GRPO's KL reference is then free.")
     lora_r: int = config_field(16, "LoRA rank.")
     lora_alpha: int = config_field(32, "LoRA scaling numerator (the update is scaled by alpha / r).")
@@ -56,6 +62,8 @@ class PolicyConfig:
         problems = []
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             problems.append(f"dtype must be 'auto', 'float32', 'bfloat16' or 'float16', got {self.dtype!r}")
+        if self.mixed_precision not in ("no", "bf16"):
+            problems.append(f"mixed_precision must be 'no' or 'bf16', got {self.mixed_precision!r}")
         if self.init_adapter and not self.use_lora:
             problems.append("init_adapter needs use_lora=True: the adapter is what gets trained")
         if self.lora_dropout < 0:
@@ -163,6 +171,35 @@ def _load_adapter(model: Any, folder: Path, lora: Any) -> Any:
 
 def _targets(modules: Any) -> list[str] | str:
     return modules if isinstance(modules, str) else sorted(modules or [])
+
+
+def native_bf16(device: str = "cpu") -> bool:
+    """Whether `device` computes bfloat16 natively: a CUDA GPU that supports it, or a CPU with AMX
+    or AVX-512 BF16 (elsewhere a CPU emulates bf16, many times slower than float32)."""
+    if str(device).startswith("cuda"):
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+def training_autocast(mixed_precision: str, device: str) -> Any:
+    """The context the training forward and backward run in: ``torch.autocast`` in bfloat16 for
+    ``mixed_precision='bf16'``, a no-op otherwise."""
+    device_type = "cuda" if str(device).startswith("cuda") else "cpu"
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=mixed_precision == "bf16")
+
+
+def warn_about_mixed_precision(mixed_precision: str, device: str) -> None:
+    """Warn when bf16 was asked for on a device that emulates it."""
+    if mixed_precision == "bf16" and not native_bf16(device):
+        warnings.warn(
+            f"mixed_precision='bf16' on {device}, which has no native bfloat16 (no AMX or AVX-512 BF16 on a CPU): "
+            "training will be slower than in float32; set mixed_precision='no'",
+            stacklevel=3,
+        )
 
 
 def release_memory() -> None:
