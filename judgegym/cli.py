@@ -42,8 +42,10 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _count(n: int, noun: str) -> str:
-    """``1 scenario``, ``2 scenarios``."""
-    return f"{n} {noun}{'s' * (n != 1)}"
+    """``1 scenario``, ``2 scenarios``, ``2 trajectories``."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{n} {noun}s"
 
 
 def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
@@ -965,6 +967,97 @@ def judge_bench_command(
         if not json_out:
             console.print(f"report: {out}; calibration plot: {plot}", markup=False, highlight=False, soft_wrap=True)
     if report.n_groups == 0:
+        raise typer.Exit(code=1)
+
+
+@app.command("judge", short_help="Score your own trajectories (OpenAI chat JSONL) with any judge.")
+def judge_command(
+    file: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Trajectories: OpenAI chat records, judgegym trajectories or groups.")],
+    judge: Annotated[
+        str,
+        typer.Option("--judge", metavar="SPEC", help="Judge spec: learned, grounding, verifier, auto, ruler:MODEL, rubric:MODEL."),
+    ] = "learned",
+    env: Annotated[
+        str | None,
+        typer.Option("--env", metavar="ID", help="Env whose verifier grades (verifier, auto) [default: each line's own]."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write a JSON line per input: score, components, why.")] = None,
+    api_base: Annotated[
+        str | None, typer.Option("--api-base", metavar="URL", help="Endpoint of an LLM judge's model (several: comma-separated).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(metavar="N", min=1, help="Groups an LLM judge scores at once.")] = 8,
+    show: Annotated[int, typer.Option(metavar="N", min=0, help="Rows of the table printed (all: --out FILE).")] = 20,
+) -> None:
+    """Score trajectories from a JSONL file: one per line, as OpenAI chat records
+    ({"messages": [...], "tools": [...], "id": ..., "group": ...}), judgegym trajectories
+    (judgegym eval --out) or groups. Lines sharing a "group" are ranked together by relative
+    judges (ruler:MODEL). Bad lines are reported by number and skipped (exit status 1)."""
+    from .judges.files import judge_inputs, read_trajectory_file
+    from .judges.specs import make_judge
+
+    try:
+        found = read_trajectory_file(file)
+    except FileNotFoundError:
+        raise _fail(f"{file} does not exist") from None
+    except (UnicodeDecodeError, IsADirectoryError) as exc:
+        raise _fail(f"cannot read {file}: {exc}") from None
+    for bad in found.errors:
+        console.print(f"[yellow]skipped[/] {escape(str(file))}, line {bad.line}: {escape(bad.error or '')}", soft_wrap=True)
+    if not found.inputs:
+        raise _fail(
+            f"{file}: no trajectory to judge" + (f" ({_count(len(found.errors), 'bad line')})" if found.errors else " (the file is empty)")
+        )
+    kind = judge.strip().partition(":")[0]
+    if api_base is not None and kind not in ("ruler", "rubric"):
+        raise _fail(f"--api-base goes with an LLM judge (ruler, rubric), not {judge!r}")
+    env_ids = {i.trajectory.env_id for i in found.inputs if i.trajectory.env_id}
+    env_id = env or (env_ids.pop() if len(env_ids) == 1 else None)
+    if env_id is not None and env_id.removeprefix("judgegym:") not in envs.ENVIRONMENTS:
+        raise _fail(f"unknown env {env_id!r}; judgegym envs: {', '.join(envs.ENVIRONMENTS)}")
+    try:
+        the_judge = make_judge(judge, env_id=env_id, **({"api_base": api_base} if api_base else {}))
+    except (ValueError, TypeError, ImportError) as exc:
+        raise _fail(f"cannot make judge {judge!r}: {exc}") from None
+    if kind == "verifier":
+        ungraded = [i for i in found.inputs if not i.trajectory.info.get("task")]
+        if ungraded:
+            raise _fail(
+                f"the verifier grades against gold data, but line {ungraded[0].line} ({_count(len(ungraded), 'trajectory')} in all) "
+                "has no 'task'; use a judge that needs no gold data (learned, grounding, ruler:MODEL) or --judge auto"
+            )
+    alone = sum(i.group is None for i in found.inputs)
+    if the_judge.relative and alone:
+        console.print(f"[yellow]note:[/] {_count(alone, 'line')} without a 'group': a relative judge ranks each of them against nothing")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"{judge} on {_count(len(found.inputs), 'trajectory')}", total=len(found.inputs))
+        judged = asyncio.run(
+            judge_inputs(the_judge, found.inputs, concurrency=concurrency, on_scored=lambda n: progress.update(task, advance=n))
+        )
+    scored = [j for j in judged if j.score is not None]
+    failed = [j for j in judged if j.score is None]
+    table = Table(title=f"{judge} on {file}" + (f" (first {show} of {len(judged)})" if len(judged) > show else ""))
+    for header in ("line", "id", "group", "score", "why"):
+        table.add_column(header, justify="right" if header in ("line", "score") else "left", overflow="fold")
+    for j in judged[:show]:
+        verdict = f"{j.score.score:.3f}" if j.score else "failed"
+        why = j.score.explanation if j.score else j.error or ""
+        table.add_row(str(j.line), escape(j.id), escape(j.group or "-"), verdict, escape(why))
+    if show:
+        console.print(table)
+    if scored:
+        mean = sum(j.score.score for j in scored if j.score) / len(scored)
+        console.print(f"{_count(len(scored), 'trajectory')} scored, mean {mean:.3f}", highlight=False)
+    if failed:
+        console.print(
+            f"[bold red]{_count(len(failed), 'trajectory')} not scored[/]; first (line {failed[0].line}): {escape(failed[0].error or '')}"
+        )
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            for j in sorted([*judged, *found.errors], key=lambda j: j.line):
+                handle.write(json.dumps(j.record()) + "\n")
+        console.print(f"scores: {out}", markup=False, highlight=False, soft_wrap=True)
+    if found.errors or failed:
         raise typer.Exit(code=1)
 
 

@@ -6,12 +6,12 @@ and `Trajectory` / `Group` round-trip losslessly through JSONL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -103,6 +103,59 @@ class Trajectory(BaseModel):
     def from_json(cls, line: str) -> Trajectory:
         """Inverse of `to_json`."""
         return cls.model_validate_json(line)
+
+    @classmethod
+    def from_messages(
+        cls,
+        messages: Sequence[dict[str, Any] | Message],
+        *,
+        tools: Sequence[dict[str, Any]] = (),
+        scenario_id: str = "",
+        task: dict[str, Any] | None = None,
+    ) -> Trajectory:
+        """A trajectory from an OpenAI chat conversation, ready for any judge::
+
+            Trajectory.from_messages(messages, tools=tools)
+
+        `messages` are OpenAI chat messages (system, user, assistant with or without
+        ``tool_calls``, tool results); content given as a list of parts keeps its text parts,
+        and the ``developer`` role counts as ``system``. `tools` are the OpenAI function
+        schemas the agent was offered; `task` is gold data for an env's verifier (e.g.
+        RagSupport-v0's ``{"gold_facts": [...], ...}``), which gold-free judges ignore. The
+        episode counts as finished when the last message is an assistant answer without tool
+        calls. Raises ValueError naming the message and field of the first bad message.
+        """
+        parsed = [message if isinstance(message, Message) else _openai_message(message, i) for i, message in enumerate(messages)]
+        last = parsed[-1] if parsed else None
+        finished = last is not None and last.role == "assistant" and not last.tool_calls
+        return cls(
+            scenario_id=scenario_id,
+            messages=parsed,
+            tools=[dict(tool) for tool in tools],
+            termination=TerminationReason.FINAL_ANSWER if finished else None,
+            info={"task": task} if task is not None else {},
+        )
+
+
+def _openai_message(raw: Any, index: int) -> Message:
+    """One OpenAI chat message as a `Message`: text parts joined, ``developer`` read as system."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"message {index}: expected an object with 'role' and 'content', got {type(raw).__name__}")
+    raw = dict(raw)
+    if raw.get("role") == "developer":
+        raw["role"] = "system"
+    if isinstance(raw.get("content"), list):
+        parts = raw["content"]
+        texts = [p.get("text", "") if isinstance(p, dict) else p for p in parts]
+        if not all(isinstance(t, str) for t in texts):
+            raise ValueError(f"message {index}: field 'content': parts must be text or {{'type': 'text', 'text': ...}}")
+        raw["content"] = "\n".join(t for t in texts if t)
+    try:
+        return Message.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "<message>"
+        raise ValueError(f"message {index}: field '{field}': {first['msg']}") from None
 
 
 class Group(BaseModel):

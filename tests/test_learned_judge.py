@@ -40,6 +40,9 @@ from judgegym.trajectory import TerminationReason
 HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
 """Sets A (judge_groups_handwritten.jsonl), B (_b), C (_c) ... in the order they were written."""
 SET_IDS = [f"set-{p.stem.removeprefix('judge_groups_handwritten').lstrip('_') or 'a'}" for p in HANDWRITTEN_SETS]
+SET_SIZES = {"judge_groups_handwritten_i": (24, 6)}
+"""(groups, groups with an injection) a set holds at least, where not (30, 8): set I was written to
+measure the verifiers (8 groups per env)."""
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
 
@@ -629,8 +632,10 @@ def test_learned_works_in_weighted_sums_and_the_auto_judge_says_what_it_picked()
     mixed = make_judge("0.5*verifier+0.5*learned", env_id="RagSupport-v0")
     [score] = run_sync(mixed.score_group(Group(scenario_id="a", trajectories=[with_gold])))
     assert "learned/score" in score.components and "verifier/score" in score.components
-    with pytest.raises(ValueError, match="pass env_id"):
-        make_judge("auto")
+    anywhere = make_judge("auto")  # no env named: each trajectory's env's verifier where it has gold
+    [picked_verifier] = run_sync(anywhere.score_group(Group(scenario_id="a", trajectories=[with_gold])))
+    [picked_learned] = run_sync(anywhere.score_group(Group(scenario_id="b", trajectories=[without])))
+    assert picked_verifier.explanation.startswith("verifier picked") and picked_learned.explanation.startswith("learned picked")
 
 
 def test_judge_reward_takes_the_learned_spec():
@@ -645,16 +650,18 @@ def test_judge_reward_takes_the_learned_spec():
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefgh"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghi"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
 def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     groups = load_labelled_groups(path)
-    assert len(groups) >= 30
+    least_groups, least_injected = SET_SIZES.get(path.stem, (30, 8))
+    assert len(groups) >= least_groups
     families = {family_of(g.trajectories[0]) for g in groups}
     assert families == {"rag", "support", "summarize"}
-    assert sum(any("inject" in str(t.info["perturbation"]) or "judge" in str(t.info["perturbation"]) for t in g) for g in groups) >= 8
+    injected = sum(any("inject" in str(t.info["perturbation"]) or "judge" in str(t.info["perturbation"]) for t in g) for g in groups)
+    assert injected >= least_injected
 
 
 @pytest.mark.slow
@@ -666,7 +673,7 @@ def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(
         return "inject" in str(label) or "judge" in str(label)
 
     groups = [g for g in load_labelled_groups(path) if any(injected(t.info["perturbation"]) for t in g.trajectories)]
-    assert len(groups) >= 8
+    assert len(groups) >= SET_SIZES.get(path.stem, (30, 8))[1]
     for group in groups:
         scores = judge.score_many(group.trajectories)
         top = max(range(len(scores)), key=lambda i: scores[i].score)

@@ -1013,10 +1013,9 @@ def _run(args: argparse.Namespace) -> int:
     for name, groups in sets:
         for spec, judge in judges.items():
             results.append(evaluate(judge, groups, name, spec))
-            print(
-                f"{name} | {spec}: pairwise {results[-1]['pairwise']:.3f}, injection first {results[-1]['injection_ranked_first']}",
-                file=sys.stderr,
-            )
+            pairwise = results[-1]["pairwise"]
+            agreement = "no scored pairs" if pairwise is None else f"pairwise {pairwise:.3f}"
+            print(f"{name} | {spec}: {agreement}, injection first {results[-1]['injection_ranked_first']}", file=sys.stderr)
     text = json.dumps(results, indent=1)
     print(text)
     if args.json:

@@ -269,10 +269,8 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         from .grounding import GroundingJudge
 
         grounding = GroundingJudge().score_many([trajectory])[0]
-    view = _View.of(trajectory)
-    seen = seen_text(trajectory.messages)
+    view, seen, answer = _read(trajectory)
     g = grounding.components
-    answer = with_years(strip_copied(view.answer, [view.system, view.question]), f"{view.system}\n{seen}")
     answered = bool(answer.strip(" \n\t.,;:!?-"))
     words = len(view.answer.split())
     limit_match = _WORD_LIMIT.search(view.question) or _WORD_LIMIT.search(view.system)
@@ -321,6 +319,14 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
     features.update(_action_features(view))
     features.update(_section_features(view, answer))
     return {name: float(features[name]) for name in FEATURES}
+
+
+def _read(trajectory: Trajectory) -> tuple[_View, str, str]:
+    """(the trajectory's view, the text its tools returned, its answer without copied
+    instructions and with years spelled out as the sources do)."""
+    view = _View.of(trajectory)
+    seen = seen_text(trajectory.messages)
+    return view, seen, with_years(strip_copied(view.answer, [view.system, view.question]), f"{view.system}\n{seen}")
 
 
 def _names_seen(question: str, seen: str) -> float:
@@ -481,17 +487,7 @@ def figures_fit_elsewhere(answer: str, seen: str) -> float:
     to their own) stays within the margin and is missed."""
     from .grounding import embed
 
-    sources: dict[str, set[str]] = {}
-    for sentence in _SENTENCE_END.split(seen):
-        anchors = _figures(sentence)
-        if anchors and 10 < len(sentence.strip()) < 600:
-            sources.setdefault(sentence.strip(), set()).update(anchors)
-    parts = [
-        (part.strip(), anchors)
-        for sentence in _SENTENCE_END.split(_CITATION.sub(" ", answer))
-        for part in _split(sentence, _PART_END)
-        if (anchors := _figures(part) & set().union(*sources.values(), set())) and len(part.split()) >= 3
-    ]
+    sources, parts = _fit_texts(answer, seen)
     if not parts:
         return 0.0
     texts = list(sources)
@@ -510,6 +506,40 @@ def figures_fit_elsewhere(answer: str, seen: str) -> float:
                 checked += 1
                 wrong += float(fit[row, rivals].max() - fit[row, own].max()) > _ELSEWHERE_MARGIN
     return wrong / checked if checked else 0.0
+
+
+def _fit_texts(answer: str, seen: str) -> tuple[dict[str, set[str]], list[tuple[str, set[str]]]]:
+    """`figures_fit_elsewhere`'s texts: the seen sentences by the figures they state, and the
+    answer's parts that state a seen figure, each with those figures."""
+    sources: dict[str, set[str]] = {}
+    for sentence in _SENTENCE_END.split(seen):
+        anchors = _figures(sentence)
+        if anchors and 10 < len(sentence.strip()) < 600:
+            sources.setdefault(sentence.strip(), set()).update(anchors)
+    stated = set().union(*sources.values(), set())
+    parts = [
+        (part.strip(), anchors)
+        for sentence in _SENTENCE_END.split(_CITATION.sub(" ", answer))
+        for part in _split(sentence, _PART_END)
+        if (anchors := _figures(part) & stated) and len(part.split()) >= 3
+    ]
+    return sources, parts
+
+
+def _prefetch_fit_texts(trajectories: Sequence[Trajectory]) -> None:
+    """Embed every trajectory's `figures_fit_elsewhere` texts in one batch (the embedding
+    cache then serves each trajectory's call): one large batch costs far less than many
+    small ones."""
+    from .grounding import embed
+
+    texts: list[str] = []
+    for trajectory in trajectories:
+        _, seen, answer = _read(trajectory)
+        sources, parts = _fit_texts(answer, seen)
+        if parts:
+            texts += [*sources, *(part for part, _ in parts)]
+    if texts:
+        embed(texts)
 
 
 def _figures(text: str) -> set[str]:
@@ -918,6 +948,7 @@ class LearnedJudge(BatchJudge):
 
         heads = self.heads if self.heads is not None else _shipped_heads()
         groundings = GroundingJudge().score_many(trajectories)
+        _prefetch_fit_texts(trajectories)
         scores = []
         for trajectory, grounding in zip(trajectories, groundings, strict=True):
             features = trajectory_features(trajectory, grounding)
@@ -927,13 +958,87 @@ class LearnedJudge(BatchJudge):
             logit = float(head.logit(x))
             score = 0.0 if not trajectory.final_answer.strip() else 1.0 / (1.0 + math.exp(-logit))
             contributions = (x - np.asarray(head.mean)) / np.asarray(head.scale) * np.asarray(head.weights)
-            top = np.argsort(-np.abs(contributions))[:3]
-            why = ", ".join(f"{FEATURES[i]} {'+' if contributions[i] > 0 else '-'}{abs(contributions[i]):.2f}" for i in top)
             components = {"logit": logit, **{name: features[name] for name in _LOGGED}}
-            scores.append(
-                JudgeScore(score=min(1.0, max(0.0, score)), explanation=f"{family} head; most weight: {why}", components=components)
-            )
+            why = explain(FEATURES, x, contributions, np.asarray(head.mean))
+            scores.append(JudgeScore(score=min(1.0, max(0.0, score)), explanation=f"{family} head: {why}", components=components))
         return scores
+
+
+def explain(names: Sequence[str], x: np.ndarray, contributions: np.ndarray, mean: np.ndarray, top: int = 3) -> str:
+    """The `top` features that moved the logit most, in words: what the answer did or did
+    not do (from the feature's value against its training mean) and which way it pushed,
+    e.g. "raised by: cites articles it read (+0.91); lowered by: hedges (-0.30)"."""
+    order = [int(i) for i in np.argsort(-np.abs(contributions))[:top] if abs(contributions[i]) >= 0.005]
+    parts = {"raised by": [], "lowered by": []}
+    for i in order:
+        more, less = FEATURE_WORDS.get(names[i], (f"high {names[i]}", f"low {names[i]}"))
+        said = more if x[i] > mean[i] else less
+        parts["raised by" if contributions[i] > 0 else "lowered by"].append(f"{said} ({contributions[i]:+.2f})")
+    return "; ".join(f"{way}: {', '.join(items)}" for way, items in parts.items() if items) or "no feature stood out"
+
+
+FEATURE_WORDS: dict[str, tuple[str, str]] = {
+    "answered": ("gives an answer", "gives no answer"),
+    "log_words": ("a long answer", "a short answer"),
+    "over_limit": ("goes over the word limit", "keeps to the word limit"),
+    "copied_instructions": ("copies the instructions back", "does not copy the instructions"),
+    "copied_seen": ("copies long runs of the sources", "says things in its own words"),
+    "listed": ("strings bare figures together", "says what its figures are"),
+    "entities": ("states many figures and names", "states few figures or names"),
+    "entity_seen_share": ("its figures and names appear in what it read", "states figures or names it never read"),
+    "entity_context": ("its figures sit in the context they were read in", "its figures sit in a different context than read"),
+    "entity_context_min": ("every figure keeps its context", "some figure is moved to another context"),
+    "figures_misattached": ("attaches figures to the wrong thing", "attaches figures to the right thing"),
+    "figures_fit_elsewhere": ("its figures fit another item better", "its figures fit the item it names"),
+    "addresses_judge": ("speaks to the grader", "does not speak to the grader"),
+    "hedges": ("hedges", "does not hedge"),
+    "abstained": ("says the sources do not answer", "does not abstain"),
+    "abstained_x_match": ("abstains although the sources match the question", "no abstention despite matching sources"),
+    "question_names_seen": ("the sources name what the question asks about", "the sources never name what the question asks about"),
+    "abstained_x_unseen": ("abstains where the sources never name the subject", "no abstention on an unnamed subject"),
+    "abstained_x_escalation": ("abstains and offers escalation", "no abstention with escalation"),
+    "figures_x_unseen": ("gives figures for a subject the sources never name", "no figures for an unnamed subject"),
+    "support": ("its sentences are supported by what it read", "its sentences are weakly supported by what it read"),
+    "min_similarity": ("even its least supported sentence has support", "some sentence has no support"),
+    "coverage": ("its answer is on the question", "its answer is off the question"),
+    "relevance": ("answers the question asked", "strays from the question"),
+    "grounding": ("its figures are all in its sources", "states figures its sources do not hold"),
+    "unsupported": ("states figures its sources do not hold", "its figures are all in its sources"),
+    "question_match": ("the sources match the question", "the sources do not match the question"),
+    "tool_calls": ("makes many tool calls", "makes few tool calls"),
+    "tool_error_share": ("many tool calls failed", "its tool calls succeeded"),
+    "called_tools": ("uses the tools", "never uses the tools"),
+    "format_errors": ("malformed tool calls", "well-formed tool calls"),
+    "truncated": ("the episode was cut off", "the episode finished"),
+    "citations": ("cites sources", "cites no sources"),
+    "cited_seen_share": ("cites articles it found", "cites articles it never found"),
+    "cited_read_share": ("cites articles it read", "cites articles it did not read"),
+    "searched": ("searched", "never searched"),
+    "reads": ("read articles", "read no article"),
+    "entities_read_share": ("its figures come from articles it read", "its figures do not come from articles it read"),
+    "figures_off_subject": ("its figures are about another subject", "its figures are about the subject asked"),
+    "cited_off_subject": ("cites articles about another subject", "cites articles about the subject asked"),
+    "figures_wrong_product": ("gives another product's figures", "gives the right product's figures"),
+    "figures_off_question": ("its figures do not fit the question", "its figures fit the question"),
+    "identified": ("identified the customer", "did not identify the customer"),
+    "asked_identity": ("asked who the customer is", "did not ask who the customer is"),
+    "refused_calls": ("some actions were refused", "no action was refused"),
+    "writes_ok": ("made changes that succeeded", "made no change"),
+    "writes_failed": ("attempted changes that failed", "no failed change"),
+    "write_before_identified": ("changed the account before identifying the customer", "identified the customer before any change"),
+    "write_unmentioned_order": ("changed an order the customer never mentioned", "changed only orders the customer mentioned"),
+    "unconfirmed_writes": ("made changes the customer never confirmed", "made changes only once confirmed"),
+    "false_claims": ("claims actions no tool backs", "claims only what its tools did"),
+    "outcome_told": ("tells the customer the outcome", "does not tell the outcome"),
+    "outside_window": ("acted outside the policy's window", "kept to the policy's window"),
+    "dispute_refunded": ("refunded a dispute over the threshold", "no refund over the dispute threshold"),
+    "needless_escalation": ("escalated needlessly", "no needless escalation"),
+    "assistant_turns": ("takes many turns", "takes few turns"),
+    "read_share": ("read most of the document", "read little of the document"),
+    "title_share": ("much of it repeats section titles", "little of it repeats section titles"),
+    "sections_covered": ("covers the sections", "covers few sections"),
+}
+"""Each feature in words: (what a value above its training mean says, what one below says)."""
 
 
 _LOGGED = ("support", "grounding", "addresses_judge", "false_claims", "write_before_identified", "cited_read_share", "entity_context")

@@ -1,6 +1,7 @@
 """Judges named by spec strings, as the command line takes them.
 
-- ``verifier``: the env's own deterministic verifier (needs the env id);
+- ``verifier``: the env's own deterministic verifier (with no env id: each trajectory's
+  env's, `EachEnvVerifier`);
 - ``grounding``: `GroundingJudge` (offline, MiniLM embeddings, no gold answer);
 - ``learned``: `LearnedJudge` (offline, no gold answer, no LLM: learned from the verifiers);
 - ``auto``: the env's verifier where the trajectories carry gold data, else ``learned``
@@ -12,11 +13,13 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import gymnasium as gym
 
-from .base import Judge, Verifier
+from ..trajectory import Trajectory
+from .base import Judge, JudgeScore, Verifier
 
 JUDGE_SPECS = (
     "verifier",
@@ -39,10 +42,7 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
         return _weighted_sum(spec, env_id=env_id, **options)
     kind, _, model = spec.strip().partition(":")
     if kind == "verifier":
-        if env_id is None:
-            raise ValueError("the 'verifier' judge belongs to an env: pass env_id")
-        env_class = gym.envs.registration.load_env_creator(gym.spec(env_id.removeprefix("judgegym:")).entry_point)
-        return env_class.default_judge()
+        return env_verifier(env_id) if env_id is not None else EachEnvVerifier()
     if kind == "grounding":
         from .grounding import GroundingJudge
 
@@ -55,8 +55,6 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
         from .combine import Fallback
         from .learned import LearnedJudge
 
-        if env_id is None:
-            raise ValueError("the 'auto' judge picks the env's verifier where gold data exists: pass env_id (or use 'learned')")
         verifier = make_judge("verifier", env_id=env_id)
         if not isinstance(verifier, Verifier):
             raise ValueError(f"{env_id}'s default judge is not a verifier; use 'learned' or 'verifier' directly")
@@ -74,6 +72,39 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
     if model and kind not in _BUILT_IN:
         return _imported_judge(spec, **options)
     raise ValueError(f"unknown judge {spec!r}; known judges: {', '.join(JUDGE_SPECS)}")
+
+
+def env_verifier(env_id: str) -> Judge:
+    """The default judge (its verifier) of the judgegym env `env_id`."""
+    env_class = gym.envs.registration.load_env_creator(gym.spec(env_id.removeprefix("judgegym:")).entry_point)
+    return env_class.default_judge()
+
+
+FAMILY_ENVS = {"rag": "RagSupport-v0", "support": "CustomerSupport-v0", "summarize": "Summarize-v0"}
+"""The env whose verifier grades each task family (`judgegym.judges.learned.family_of`)."""
+
+
+class EachEnvVerifier(Verifier):
+    """The verifier of each trajectory's own env: its ``env_id``, else the judgegym env whose
+    tools it was offered (search/read: RagSupport-v0, customer and order tools:
+    CustomerSupport-v0, document sections: Summarize-v0). For files that mix envs; a
+    trajectory of none of them raises ValueError."""
+
+    def verify(self, trajectory: Trajectory) -> JudgeScore:
+        from .learned import family_of
+
+        env_id = trajectory.env_id or FAMILY_ENVS.get(family_of(trajectory))
+        if env_id is None:
+            raise ValueError("no env verifier applies: the trajectory has no env_id and none of the envs' tools")
+        judge = _verifiers(env_id.removeprefix("judgegym:"))
+        if not isinstance(judge, Verifier):
+            raise ValueError(f"{env_id}'s default judge is not a verifier")
+        return judge.verify(trajectory)
+
+
+@cache
+def _verifiers(env_id: str) -> Judge:
+    return env_verifier(env_id)
 
 
 _BUILT_IN = frozenset(spec.partition(":")[0] for spec in JUDGE_SPECS[:6])
