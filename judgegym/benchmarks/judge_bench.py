@@ -296,6 +296,9 @@ class _GroupRecord(BaseModel):
     labels: list[str] | None = None
     task: dict[str, Any] | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    env_id: str | None = None
+    seed: StrictInt | None = None
+    split: str | None = None
 
 
 def load_labelled_groups(path: str | Path) -> list[Group]:
@@ -334,6 +337,9 @@ def load_labelled_groups(path: str | Path) -> list[Group]:
             trajectories.append(
                 Trajectory(
                     scenario_id=record.id,
+                    env_id=record.env_id,
+                    seed=record.seed,
+                    split=record.split,
                     messages=[*record.messages, *response],
                     tools=record.tools,
                     termination=TerminationReason.FINAL_ANSWER if _is_answer(response[-1]) else None,
@@ -390,6 +396,9 @@ def group_record(group: Group) -> dict[str, Any]:
         record["task"] = first.info["task"]
     if first.tools:
         record["tools"] = first.tools
+    for key in ("env_id", "seed", "split"):
+        if getattr(first, key) is not None:
+            record[key] = getattr(first, key)
     return record
 
 

@@ -88,7 +88,11 @@ class EachEnvVerifier(Verifier):
     """The verifier of each trajectory's own env: its ``env_id``, else the judgegym env whose
     tools it was offered (search/read: RagSupport-v0, customer and order tools:
     CustomerSupport-v0, document sections: Summarize-v0). For files that mix envs; a
-    trajectory of none of them raises ValueError."""
+    trajectory of none of them raises ValueError.
+
+    A trajectory that lacks what its env records at the end (CustomerSupport-v0's database)
+    but names its ``env_id`` and ``seed`` is replayed in the env first (`replay`), so stored
+    conversations can be graded; one the env answers differently raises ValueError."""
 
     def verify(self, trajectory: Trajectory) -> JudgeScore:
         from .learned import family_of
@@ -99,7 +103,15 @@ class EachEnvVerifier(Verifier):
         judge = _verifiers(env_id.removeprefix("judgegym:"))
         if not isinstance(judge, Verifier):
             raise ValueError(f"{env_id}'s default judge is not a verifier")
-        return judge.verify(trajectory)
+        try:
+            return judge.verify(trajectory)
+        except ValueError:
+            if trajectory.seed is None or not trajectory.info.get("task") or "database" in trajectory.info:
+                raise
+        from ..envs.replay import replay
+
+        replayed = replay(trajectory.model_copy(update={"env_id": env_id}))
+        return judge.verify(replayed.model_copy(update={"info": {**replayed.info, "task": trajectory.info["task"]}}))
 
 
 @cache
