@@ -187,6 +187,9 @@ def test_playing_the_gold_actions_scores_one_and_regrades_from_json(env):
         "extra_figures",
         "length",
         "user_stop",
+        "success",
+        "progress",
+        "wrong_change",
     }
     restored = Trajectory.from_json(trajectory.to_json())
     assert restored == trajectory and SupportVerifier().verify(restored).score == 1.0
@@ -300,3 +303,25 @@ def test_play_episode_with_the_oracle_on_every_kind_and_both_splits():
         for kind in KINDS:
             trajectory = asyncio.run(play_episode(env, OracleAgent(), 0, {"kind": kind}))
             assert trajectory.reward == 1.0, (split, kind, trajectory.info["explanation"])
+
+
+def test_the_reward_orders_failures_while_success_stays_binary(env):
+    """Resolved (1) > right change, incomplete report (0.5-0.7) > part of the change > none (0);
+    success is 1 only for the resolved episode."""
+
+    def play(kind: str, actions: int | None, told: str) -> dict[str, float]:
+        _, info = env.reset(seed=5, options={"kind": kind})
+        task = info["task"]
+        identify(env, task["facts"])
+        for action in task["gold_actions"][:actions]:
+            env.step(call(action["name"], **action["arguments"]))
+        env.step(told.format(*task["required_info"], "", ""))
+        score = SupportVerifier().verify(env.unwrapped.trajectory(TerminationReason.FINAL_ANSWER))
+        return {"reward": score.score, **score.components}
+
+    resolved = play("exchange", None, "Your exchange is confirmed; ticket {0}.")
+    untold = play("exchange", None, "All done, thank you.")
+    idle = play("exchange", 0, "Thanks for waiting.")
+    assert resolved["reward"] == 1.0 and resolved["success"] == 1.0
+    assert 0.5 <= untold["reward"] <= 0.7 and untold["success"] == 0.0 and untold["progress"] == 1.0
+    assert idle["reward"] == 0.0 and idle["progress"] == 0.0 and idle["wrong_change"] == 0.0

@@ -81,9 +81,14 @@ class SupportVerifier(Verifier):
     - ``length``: 1 while the longest assistant message has at most `max_words` words,
       falling linearly to 0 at three times that.
 
-    ``score = db_match * info * identified * (policy_violations == 0) * (false_claims == 0) *
-    focus * length``. Also logged: ``user_stop`` (the customer ended the conversation rather
-    than a limit).
+    The episode is ``success`` (tau-bench's criterion) when ``db_match * info * identified *
+    (policy_violations == 0) * (false_claims == 0)`` is 1. The reward is graded, so GRPO sees
+    the order of failures, not a tie: ``score = credit(outcome) * focus * length`` with the
+    outcome and its credit in `OUTCOME_CREDIT` (resolved 1; incomplete report 0.5-0.7; part
+    of the gold change 0.2-0.45; no change 0.2; a wrong change or a false claim 0.05; a policy
+    violation 0). ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
+    a row changed in a way the gold does not. Also logged: ``user_stop`` (the customer ended
+    the conversation rather than a limit).
     """
 
     extra_figures: int = 10
@@ -127,8 +132,19 @@ class SupportVerifier(Verifier):
         focus = 1.0 if extras <= self.extra_figures else (self.extra_figures / extras) ** 2
         longest = max((len(text.split()) for text in texts), default=0)
         length = max(0.0, 1.0 - max(0, longest - self.max_words) / (2 * self.max_words))
-        score = float(db_match) * info * identified * (violations == 0) * (not false_claims) * focus * length
-        notes = ["database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"]
+        diff, expected = database["diff"], task["expected_diff"]
+        changed = {(t, k) for t, rows in diff.items() for k in rows}
+        wanted = {(t, k) for t, rows in expected.items() for k in rows}
+        wrong_change = any(diff[t][k] != expected.get(t, {}).get(k) for t, k in changed)
+        progress = sum(diff.get(t, {}).get(k) == expected[t][k] for t, k in wanted) / len(wanted) if wanted else 1.0
+        success = db_match and info == 1.0 and identified and violations == 0 and not false_claims
+        outcome, graded = _outcome(
+            success, db_match, identified, violations, bool(false_claims), wrong_change, progress, info, bool(wanted)
+        )
+        score = graded * focus * length
+        notes = [f"{outcome} ({graded:.2f})"] + [
+            "database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"
+        ]
         notes.append(f"told {len(required) - len(missing)}/{len(required)} required facts" + (f" (missing {missing})" if missing else ""))
         if not identified:
             notes.append("never identified the customer")
@@ -152,8 +168,52 @@ class SupportVerifier(Verifier):
             "extra_figures": float(extras),
             "length": length,
             "user_stop": float(trajectory.termination is TerminationReason.USER_STOP),
+            "success": float(success),
+            "progress": progress,
+            "wrong_change": float(wrong_change),
         }
         return JudgeScore(score=score, explanation="; ".join(notes), components=components)
+
+
+OUTCOME_CREDIT = {
+    "resolved": 1.0,
+    "incomplete report": 0.5,
+    "partial change": 0.2,
+    "no change": 0.0,
+    "wrong change or false claim": 0.0,
+    "policy violation": 0.0,
+}
+"""What each outcome earns before focus and length, in the order a careful grader ranks them:
+harm (a policy broken) below a wrong change or a false claim, below doing nothing, below part
+of the change, below the right change with an incomplete report. An incomplete report earns
+0.5 to 0.7 by the share of required facts told; a partial change 0.2 to 0.45 by the share of
+gold changes made. Only "resolved" reaches `SUCCESS_THRESHOLD`, so success and pass^k stay
+tau-bench's binary criterion."""
+
+
+def _outcome(
+    success: bool,
+    db_match: bool,
+    identified: bool,
+    violations: int,
+    false_claims: bool,
+    wrong_change: bool,
+    progress: float,
+    info: float,
+    changes: bool,
+) -> tuple[str, float]:
+    """The episode's outcome (an `OUTCOME_CREDIT` key) and its credit."""
+    if success:
+        return "resolved", OUTCOME_CREDIT["resolved"]
+    if violations:
+        return "policy violation", OUTCOME_CREDIT["policy violation"]
+    if false_claims or wrong_change:
+        return "wrong change or false claim", OUTCOME_CREDIT["wrong change or false claim"]
+    if db_match and identified and (changes or info > 0):  # where the gold is to change nothing, a match alone is no work
+        return "incomplete report", OUTCOME_CREDIT["incomplete report"] + 0.2 * info
+    if progress > 0 and not db_match:
+        return "partial change", OUTCOME_CREDIT["partial change"] + 0.25 * progress
+    return "no change", OUTCOME_CREDIT["no change"]
 
 
 def _false_claims(trajectory: Trajectory, said: str) -> list[str]:
