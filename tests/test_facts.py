@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import examples
 
-from judgegym.judges.facts import canonical_number, extract_entities, fact_present, normalize_text, strip_copied, with_years
+from judgegym.judges.facts import (
+    UNIT_FACTORS,
+    canonical_number,
+    derived_figures,
+    extract_entities,
+    fact_present,
+    normalize_text,
+    strip_copied,
+    with_years,
+)
 
 PREFIXES = ("email:", "phone:", "date:", "num:")
 
@@ -299,3 +308,49 @@ def test_strip_copied_gives_the_same_result_when_a_source_repeats():
     once = strip_copied(answer, [source])
     assert "$89" in once and "knowledge base" not in once
     assert strip_copied(answer, [source]) == once == strip_copied(answer, [source, source])
+
+
+# -- figures worked out from figures seen --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "unsupported"),
+    [
+        ("The fee is 15% of $167.93, so $25.19; you get $142.74 back.", set()),
+        ("You get $142.74 back.", {"num:142.74"}),  # no figure of the working stated: not shown to be worked out
+        ("The Pro is $1,369.99 and the Lite $759.99: $610.00 more.", set()),
+        ("The Pro is $1,369.99 and the Lite $759.99: $600.00 more.", {"num:600"}),
+        ("$167.93 plus $12.50 express shipping: $180.43 in all.", set()),
+        ("$167.93 plus $12.50 express shipping: $181.43 in all.", {"num:181.43"}),
+        ("It weighs 1.2 kg (about 2.6 lb).", set()),
+        ("It weighs 1.2 kg (about 3.1 lb).", {"num:3.1"}),
+        ("Delivered 2025-03-03; the window closes 2025-04-02, 30 days later.", set()),
+        ("Delivered 2025-03-03; the window closes 2025-04-05.", {"date:2025-04-05"}),
+        ("3 tickets at $18.50 cost $55.50.", set()),
+        ("The warranty is 30 months, or 24 months extended.", {"num:24"}),  # a whole number needs both operands stated
+    ],
+)
+def test_derived_figures_accept_right_arithmetic_on_figures_read_and_nothing_else(answer, unsupported):
+    seen = extract_entities(
+        "Price: $167.93. Restocking fee: 15%. Express shipping: $12.50. The Pro costs $1,369.99 and the Lite "
+        "$759.99. Weight: 1.2 kg. Delivered on 2025-03-03; returns within 30 days. Warranty: 30 months. Adult: $18.50. "
+        "How much are 3 tickets?"
+    )
+    stated = extract_entities(answer)
+    unread = stated - seen
+    assert unread - derived_figures(unread, seen, stated) == unsupported
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.integers(1000, 99999), st.integers(1000, 99999), st.integers(1, 99))
+def test_a_sum_of_two_stated_prices_is_derived_and_a_wrong_one_is_not(a_cents, b_cents, off):
+    a, b = a_cents / 100, b_cents / 100
+    seen = extract_entities(f"${a:.2f} and ${b:.2f}")
+    right = extract_entities(f"${a:.2f} + ${b:.2f} = ${a + b:.2f}")
+    assert derived_figures(right - seen, seen, right) == right - seen
+    wrong_total = round(a + b + off / 100, 2)
+    others = [a + b, abs(a - b), a * b / 100, a * (1 - b / 100), a * (1 + b / 100), b * (1 - a / 100), b * (1 + a / 100)]
+    assume(all(abs(wrong_total - o) > 0.0051 for o in others) and wrong_total != int(wrong_total))
+    assume(all(abs(wrong_total - x * f) > 0.0051 and abs(wrong_total - x / f) > 0.0051 for x in (a, b) for f in UNIT_FACTORS))
+    wrong = extract_entities(f"${a:.2f} + ${b:.2f} = ${wrong_total:.2f}")
+    assert derived_figures(wrong - seen, seen, wrong) == set()

@@ -174,3 +174,27 @@ def test_regrading_a_stored_trajectory_gives_the_same_score(env):
 def test_missing_task_is_a_clear_error():
     with pytest.raises(ValueError, match="no info\\['task'\\]"):
         VERIFIER.verify(Trajectory(scenario_id="x"))
+
+
+def test_a_total_worked_out_from_figures_read_is_supported_and_a_wrong_one_is_not():
+    """The gold is the price; the answer adds the shipping rate it also read: right arithmetic
+    keeps full grounding, a wrong total is unsupported."""
+    task = {"question": "How much is the Aero kettle?", "gold_facts": ["$167.93"], "answerable": True, "supporting_doc_ids": ["aero"]}
+    article = "[aero] Aero kettle\n\nPrice: $167.93. Express shipping: $12.50."
+
+    def score(answer: str) -> dict[str, float]:
+        trajectory = Trajectory.from_messages(
+            [
+                {"role": "user", "content": task["question"]},
+                {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c", "name": "read", "content": article},
+                {"role": "assistant", "content": answer},
+            ],
+            task=task,
+        )
+        return RagVerifier().verify(trajectory).components
+
+    right = score("It costs $167.93, plus $12.50 for express shipping: $180.43 in all [aero].")
+    wrong = score("It costs $167.93, plus $12.50 for express shipping: $181.43 in all [aero].")
+    assert right["grounding"] == 1.0 and right["unsupported"] == 0.0 and right["extra_figures"] == 0.0
+    assert wrong["grounding"] == 0.5 and wrong["unsupported"] == 1.0

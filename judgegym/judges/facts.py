@@ -13,7 +13,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..trajectory import Message
@@ -254,11 +254,115 @@ def strip_copied(text: str, sources: Iterable[str], min_words: int = 8) -> str:
     return "".join(out)
 
 
+# -- figures worked out from figures seen ---------------------------------------------------------
+
+UNIT_FACTORS = (1000.0, 100.0, 60.0, 24.0, 7.0, 12.0, 2.20462, 2.54, 1.60934, 3.78541, 28.3495)
+"""Factors of the unit conversions an answer may make from a figure it states: g per kg (and
+ml per l), cm per m, minutes per hour, hours per day, days per week, months per year, lb per
+kg, cm per inch, km per mile, litres per US gallon, grams per ounce."""
+
+_CENT = 0.0051  # a worked-out amount may be rounded to the cent
+_OPERANDS = 400  # figures of what was seen taken as operands (the first, by value)
+
+
+def derived_figures(wanted: Iterable[str], seen: Iterable[str], stated: Iterable[str]) -> set[str]:
+    """The entities of `wanted` that simple arithmetic gives from figures the agent read.
+
+    A number is derived when it equals, to the cent, the sum or difference of a figure the
+    answer itself `stated` (and was seen) and a figure `seen` (the text the tools returned,
+    the question, the gold facts; for a whole number, another figure the answer states: whole
+    figures seen would give most whole numbers by chance), one as a percentage of the other, the other less or plus
+    that percentage ("15% of $167.93 is $25.19, so $142.74 back"), or their product where one is
+    a count of at most 12 ("3 tickets at $18.50: $55.50"); or when it is a stated figure
+    converted by one of `UNIT_FACTORS`, to the precision it is written with ("1.2 kg, about
+    2.6 lb"); or the days between two dates seen or stated. A date is derived when it is a
+    seen or stated date plus or minus a number of days seen. Figures derived this way count
+    as stated, so a second step builds on a first. Whole numbers under 10 are never derived:
+    too many pairs give them. Arithmetic that is wrong gives none of these and stays
+    unsupported.
+    """
+    import datetime as dt
+
+    import numpy as np
+
+    def value(entity: str) -> float | None:
+        try:
+            return float(entity[4:]) if entity.startswith("num:") else None
+        except ValueError:
+            return None
+
+    def day(entity: str) -> dt.date | None:
+        try:
+            return dt.date.fromisoformat(entity[5:]) if entity.startswith("date:") else None
+        except ValueError:
+            return None
+
+    wanted, seen_set = set(wanted), set(seen)
+    base = sorted({v for e in seen_set if (v := value(e)) is not None})[:_OPERANDS]
+    pool = np.asarray(base, dtype=float)
+    known = {e for e in stated if e in seen_set}
+    dates = sorted({d for e in seen_set | set(stated) if (d := day(e)) is not None})
+    found: set[str] = set()
+    for _ in range(2):  # a second step may build on a first ("the fee, then what is left")
+        operands = np.asarray(sorted({v for e in known | found if (v := value(e)) is not None}), dtype=float)
+        with_seen, among_stated = _results(operands, pool), _results(operands, operands)
+        for entity in sorted(wanted - found):
+            number = value(entity)
+            if number is not None:
+                whole = number == int(number)
+                if whole and number < 10 and not _day_count(number, dates):
+                    continue
+                # a whole number is too easily hit by whole figures seen: it needs both operands stated
+                near = _near(among_stated if whole else with_seen, number)
+                if near or _converted(entity, number, operands) or _day_count(number, dates):
+                    found.add(entity)
+            elif (date := day(entity)) is not None:
+                if any(abs((date - other).days) in base for other in dates if other != date):
+                    found.add(entity)
+    return found
+
+
+def _results(operands: Any, pool: Any) -> Any:
+    """Sorted results of the arithmetic `derived_figures` accepts, on each operand with each
+    figure of `pool`."""
+    import numpy as np
+
+    if not len(operands) or not len(pool):
+        return np.zeros(0)
+    a, b = np.repeat(operands, len(pool)), np.tile(pool, len(operands))
+    low = np.minimum(a, b)
+    counts = (low <= 12) & (low == np.round(low))
+    return np.sort(np.concatenate([a + b, np.abs(a - b), a * b / 100, a * (1 - b / 100), a * (1 + b / 100), (a * b)[counts]]))
+
+
+def _near(results: Any, number: float) -> bool:
+    import numpy as np
+
+    at = int(np.searchsorted(results, number))
+    return any(abs(results[k] - number) <= _CENT for k in (at - 1, at) if 0 <= k < len(results))
+
+
+def _converted(entity: str, number: float, operands: Sequence[float]) -> bool:
+    """`number` is one of `operands` times or over a `UNIT_FACTORS` factor, to its written precision."""
+    decimals = len(entity[4:].partition(".")[2])
+    tolerance = max(_CENT, 0.5 * 10**-decimals)
+    return any(abs(o * f - number) <= tolerance or abs(o / f - number) <= tolerance for o in operands for f in UNIT_FACTORS if o)
+
+
+def _day_count(number: float, dates: Sequence[object]) -> bool:
+    """`number` is the days between two of `dates`."""
+    if number != int(number) or number < 1 or len(dates) < 2:
+        return False
+    return any(abs((b - a).days) == number for i, a in enumerate(dates) for b in dates[i + 1 :])  # type: ignore[operator]
+
+
 __all__ = [
     "ABSTENTION",
     "ESCALATION",
     "FORMAT_ERROR_PREFIX",
+    "UNIT_FACTORS",
     "canonical_number",
+    "derived_figures",
     "extract_entities",
     "with_years",
     "fact_present",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import ABSTENTION, ESCALATION, extract_entities, fact_present, seen_text, strip_copied
+from ...judges.facts import ABSTENTION, ESCALATION, derived_figures, extract_entities, fact_present, seen_text, strip_copied
 from ...trajectory import Trajectory
 
 _CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
@@ -30,7 +30,10 @@ class RagVerifier(Verifier):
     - ``unsupported``: numbers, amounts, dates, emails, phones in A found neither in what the
       agent saw (the question and prefetched articles, successful tool results; never the
       system prompt) nor among the gold facts (computed values such as a price difference are
-      gold facts); ``grounding = 0.5 ** unsupported``;
+      gold facts), nor worked out from them by simple arithmetic that is right
+      (`judgegym.judges.facts.derived_figures`: a sum, difference or percentage of a figure A
+      states and one it saw, a unit conversion of a figure A states, days between two dates);
+      ``grounding = 0.5 ** unsupported``;
     - ``citation``: share of ``[doc-id]`` citations naming an article the agent saw (one a
       search listed, one it read, one prefetched), times (0.5 + 0.5 * share of supporting
       articles cited) when those are known; 0 with no citation;
@@ -39,7 +42,8 @@ class RagVerifier(Verifier):
       come in), else 1;
     - ``focus``: the product of two terms, for the off-topic figures and for the off-topic
       capitalised names (not opening a sentence) in A: those in neither the gold facts, the
-      question nor the supporting articles the agent saw (quoting those is fine). Each term is
+      question nor the supporting articles the agent saw (quoting those is fine), nor worked
+      out from their figures as above. Each term is
       1 while there are at most `off_topic_allowance` of them (``2 * allowance + 2 * n_gold``
       when the scenario names no supporting articles), else (that allowance / their number)
       ** 2. A dump of everything the agent read scores little;
@@ -75,7 +79,9 @@ class RagVerifier(Verifier):
         answer_entities = extract_entities(answer)
         gold: list[str] = list(task["gold_facts"])
         gold_entities = set().union(*(extract_entities(f) for f in gold))
-        unsupported = sorted(answer_entities - extract_entities(seen) - gold_entities)
+        seen_entities = extract_entities(seen) | gold_entities
+        unread = answer_entities - seen_entities
+        unsupported = sorted(unread - derived_figures(unread, seen_entities, answer_entities))
         grounding = 0.5 ** len(unsupported)
         abstained = bool(ABSTENTION.search(answer))
         escalated = bool(ESCALATION.search(answer))
@@ -86,7 +92,10 @@ class RagVerifier(Verifier):
         citation = _citation_score(cited, set(articles), supporting)
         # what A may add beyond the gold facts: anything the supporting articles say (quoting is fine), little else
         on_topic = " ".join([question, *gold, *(articles.get(doc_id, "") for doc_id in sorted(supporting))])
-        extra_figures = len(answer_entities - extract_entities(on_topic))
+        on_topic_entities = extract_entities(on_topic)
+        extras = answer_entities - on_topic_entities
+        # a figure seen in an off-topic article is that article's, even where some sum happens to give it
+        extra_figures = len(extras - derived_figures(extras - seen_entities, on_topic_entities, answer_entities))
         extra_names = len(_names(answer) - _names(on_topic, everywhere=True))
         allowance = self.off_topic_allowance + (0 if supporting else self.off_topic_allowance + 2 * len(gold))
         focus = _within(extra_figures, allowance) * _within(extra_names, allowance)
