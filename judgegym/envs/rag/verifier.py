@@ -48,7 +48,11 @@ class RagVerifier(Verifier):
       when the scenario names no supporting articles), else (that allowance / their number)
       ** 2. A dump of everything the agent read scores little;
     - ``abstained`` / ``escalated``: A says the knowledge base lacks the answer / offers a
-      human agent;
+      human agent. On an unanswerable question an abstention the phrase list
+      (`facts.ABSTENTION`) misses is told by meaning (`judgegym.judges.abstention`: a
+      sentence, stating no figure, nearer examples that say the sources lack the answer than
+      any others, by MiniLM embeddings), so a careful "nothing in our articles covers this"
+      in any wording counts;
     - ``length``: 1 up to L = max(`max_words`, words of the reference answer) words, falling
       linearly to 0.8 at 2L and to 0 at 4L.
 
@@ -132,6 +136,11 @@ class RagVerifier(Verifier):
             if cited and not found:
                 notes.append("citations back no gold fact")
         else:
+            if not abstained:  # a wording the phrase list lacks: tell it by meaning
+                from ...judges.abstention import abstains
+
+                abstained = abstains(answer, question)
+                components["abstained"] = float(abstained)
             score = float(abstained) * (0.8 + 0.2 * escalated) * grounding * focus * length
             notes[:0] = ["unanswerable: " + ("abstained" if abstained else "answered instead of abstaining")]
             notes += ["offered escalation"] * escalated
