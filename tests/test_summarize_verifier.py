@@ -316,3 +316,47 @@ def test_people_swapped_between_roles_are_contradictions_but_one_person_may_own_
     assert swapped.components["contradictions"] == 2 and swapped.components["recall"] == 0.0, swapped.explanation
     same = _people_doc("Dana Whitcombe")
     assert _score_on(same, "Dana Whitcombe will lead the new site.").components["contradictions"] == 0
+
+
+MINUTES = (
+    "[s1] Present\n\nPriya Raman chaired the meeting. Tomasz Novak took the minutes.\n\n"
+    "[s2] Actions\n\nAmara Mensah will renew the insurance policy by 2026-04-01. "
+    "Lucas Ferreira will brief the regional leads by 2026-03-15."
+)
+PEOPLE = ["Priya Raman", "Tomasz Novak", "Amara Mensah", "Lucas Ferreira"]
+
+
+@pytest.mark.parametrize(
+    ("summary", "swapped"),
+    [
+        ("Priya Raman chaired; Tomasz Novak took the minutes. Amara Mensah renews the insurance, Lucas Ferreira briefs the leads.", []),
+        ("Chaired by Raman. Mensah will renew the insurance by 2026-04-01.", []),  # surnames alone
+        ("Tomasz Novak chaired the meeting. Priya Raman took the minutes.", ["Tomasz Novak", "Priya Raman"]),
+        ("Lucas Ferreira will renew the insurance policy. Amara Mensah will brief the regional leads.", ["Lucas Ferreira", "Amara Mensah"]),
+        ("Amara Mensah and Lucas Ferreira share the insurance and the briefing.", []),  # two people in a clause: not judged
+        ("Priya Raman was thanked for her work.", []),  # no other person's marker
+    ],
+)
+def test_role_swaps_find_people_given_anothers_role_or_action(summary, swapped):
+    from judgegym.envs.summarize.verifier import role_swaps
+
+    assert role_swaps(summary, MINUTES, PEOPLE) == swapped
+
+
+def test_a_role_swap_costs_consistency_like_a_contradiction():
+    messages = [
+        {"role": "user", "content": "Summarize the minutes."},
+        {"role": "tool", "tool_call_id": "r", "name": "read_section", "content": MINUTES},
+    ]
+    task = {"key_facts": [{"id": "k1", "description": "Renewal deadline", "value": "2026-04-01", "subject": ["renew"]}], "word_limit": 80}
+    task["names"] = PEOPLE
+
+    def verify(summary: str):
+        trajectory = Trajectory(scenario_id="m", messages=[*messages, {"role": "assistant", "content": summary}], info={"task": task})
+        return VERIFIER.verify(trajectory)
+
+    faithful = verify("Priya Raman chaired and Tomasz Novak took the minutes. Amara Mensah will renew the insurance by 2026-04-01.")
+    swapped = verify("Tomasz Novak chaired and Priya Raman took the minutes. Amara Mensah will renew the insurance by 2026-04-01.")
+    assert faithful.score == 1.0 and faithful.components["role_swaps"] == 0
+    assert swapped.components["role_swaps"] == 2 and swapped.score == pytest.approx(0.25)
+    assert "gives another person's role to Tomasz Novak, Priya Raman" in swapped.explanation

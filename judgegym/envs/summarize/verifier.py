@@ -43,7 +43,9 @@ class SummaryVerifier(Verifier):
       value ("Daniel Okafor will lead the depot", the sponsor). A value sits next to the
       subjects in its clause (clauses end at , ; ( ) and, while, but, ...), else next to the
       nearest subject in its sentence; names are never misattributed (a person may own two
-      things). ``consistency = 0.5 ** contradictions``;
+      things); and each person the summary gives another person's role or action, judged
+      against the sections read (`role_swaps`: "the secretary chaired the meeting", the
+      owners of two actions swapped). ``consistency = 0.5 ** contradictions``;
     - ``unsupported``: figures (numbers, amounts, dates, emails, phones) in S found neither in
       the document nor in what the agent saw (the request, tool results; never the system
       prompt), plus people's names ("First Last", see `names.person_names`) that are not the
@@ -108,13 +110,20 @@ class SummaryVerifier(Verifier):
         length = max(0.0, 1.0 - over / ((self.zero_length_at - 1.0) * limit)) if over else 1.0
         recall = sum(recalled) / len(facts) if facts else 1.0
         unsupported = len(bad_figures) + len(bad_names)
-        contradictions = sum(confused)
+        roles: dict[str, str] = {}
+        for f in facts:
+            if f.value in names:
+                roles[f.value] = f"{roles.get(f.value, '')} {f.description} {f.statement}"
+        counted = {v for f, c in zip(facts, confused, strict=True) if c for v in (f.value, *f.aliases, *f.distractors)}
+        swaps = [p for p in role_swaps(summary, seen_text(trajectory.messages), names, roles) if p not in counted]
+        contradictions = sum(confused) + len(swaps)
         grounding, consistency = 0.5**unsupported, 0.5**contradictions
         score = recall * consistency * grounding * focus * length
         components = {
             "answered": 1.0,
             "recall": recall,
             "contradictions": float(contradictions),
+            "role_swaps": float(len(swaps)),
             "consistency": consistency,
             "unsupported": float(unsupported),
             "grounding": grounding,
@@ -126,8 +135,10 @@ class SummaryVerifier(Verifier):
         }
         missing = [f.id for f, ok in zip(facts, recalled, strict=True) if not ok]
         notes = [f"recall {sum(recalled)}/{len(facts)}" + (f" (missing {', '.join(missing)})" if missing else "")]
-        if contradictions:
+        if sum(confused):
             notes.append("contradicts " + ", ".join(f.id for f, c in zip(facts, confused, strict=True) if c))
+        if swaps:
+            notes.append("gives another person's role to " + ", ".join(swaps))
         if unsupported:
             notes.append(f"unsupported {', '.join(bad_figures + bad_names)}")
         if focus < 1:
@@ -214,6 +225,69 @@ def _attachments(summary: str, facts: list[KeyFact], stated: list[bool]) -> tupl
             if not value_spans and subjects[i] and named[i].phrase is not None:
                 replaced[i] |= any(i in view.attached(span, mentions) for span in named[i].spans(view))
     return [o and not s for o, s in zip(other, own, strict=True)], replaced
+
+
+_STEM_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+_JOINT = re.compile(r"\b([A-Z][a-z]+) and ([A-Z][a-z]+)")  # "Mensah and Lucas Ferreira": one subject, not two clauses
+
+
+def _clauses(text: str) -> list[str]:
+    text = _JOINT.sub(r"\1 & \2", text)
+    return [c for sentence in _SENTENCE.split(text) for c in _CLAUSE_BREAK.split(sentence) if c and c.strip()]
+
+
+def role_swaps(summary: str, seen: str, names: list[str], roles: dict[str, str] | None = None) -> list[str]:
+    """The people `summary` gives another person's role or action, judged against what the
+    agent read (`seen`): "Tomasz Novak chaired the meeting" when the minutes say Priya Raman
+    chaired it and Tomasz Novak took them.
+
+    From the clauses of `seen` that name exactly one of the document's people (`names`, by
+    full name or surname), each person's words are collected (by their first four letters:
+    "chair" and "chaired" are one); a word found beside one person only is that person's
+    marker ("chair", "canary", "secretary"). A clause of the summary that names one person P
+    and holds another person's marker but none of P's own gives P that other person's role
+    ("A and B" is one subject: that clause names two people and is not judged). The markers come from each document, so the check
+    holds for any role or action a document assigns, not a list of job titles; a role
+    paraphrased with words the document never uses beside anyone is not checked. `roles`
+    adds what the gold says of a person (a key fact's description and statement, by the
+    person it names), so "X was the incident commander" stands where the document wrote "the
+    response was coordinated by X"."""
+    people = [n for n in names if len(n.split()) >= 2]
+    if len(people) < 2:
+        return []
+    patterns = {n: re.compile(rf"(?<![\w-])(?:{re.escape(n)}|{re.escape(n.split()[-1])})(?![\w-])") for n in people}
+    name_stems = {w.casefold()[:4] for n in people for w in n.split()}
+
+    def mentioned(clause: str) -> list[str]:
+        return [n for n, pattern in patterns.items() if pattern.search(clause)]
+
+    def stems(clause: str) -> set[str]:
+        return {w.casefold()[:4] for w in _STEM_WORD.findall(clause)} - name_stems
+
+    words: dict[str, set[str]] = {n: stems((roles or {}).get(n, "")) for n in people}
+    for clause in _clauses(seen):
+        who = mentioned(clause)
+        if len(who) == 1:
+            words[who[0]] |= stems(clause)
+    owners: dict[str, set[str]] = {}
+    for person, stem_set in words.items():
+        for stem in stem_set:
+            owners.setdefault(stem, set()).add(person)
+    swapped: list[str] = []
+    for clause in _clauses(summary):
+        who = mentioned(clause)
+        if len(who) != 1 or who[0] in swapped:
+            continue
+        person, said = who[0], stems(clause)
+        if not words[person]:  # nothing read of this person: what they did is unknown here
+            continue
+        others = {stem for stem in said if owners.get(stem, {person}) != {person} and len(owners[stem]) == 1}
+        own = {stem for stem in said if owners.get(stem) == {person}}
+        if others and not own:
+            swapped.append(person)
+    return swapped
 
 
 def _subject_pattern(terms: list[str]) -> re.Pattern[str] | None:
