@@ -344,12 +344,14 @@ def test_derived_figures_accept_right_arithmetic_on_figures_read_and_nothing_els
 @settings(max_examples=examples(200), deadline=None)
 @given(st.integers(1000, 99999), st.integers(1000, 99999), st.integers(1, 99))
 def test_a_sum_of_two_stated_prices_is_derived_and_a_wrong_one_is_not(a_cents, b_cents, off):
+    assume(a_cents % 100 and b_cents % 100)  # a whole sum of whole prices is not derived: chance gives too many
     a, b = a_cents / 100, b_cents / 100
     seen = extract_entities(f"${a:.2f} and ${b:.2f}")
     right = extract_entities(f"${a:.2f} + ${b:.2f} = ${a + b:.2f}")
     assert derived_figures(right - seen, seen, right) == right - seen
     wrong_total = round(a + b + off / 100, 2)
-    others = [a + b, abs(a - b), a * b / 100, a * (1 - b / 100), a * (1 + b / 100), b * (1 - a / 100), b * (1 + a / 100)]
+    pairs = [(x, y) for x in (a, b) for y in (a, b)]  # a figure with itself too: doubling is arithmetic
+    others = [r for x, y in pairs for r in (x + y, abs(x - y), x * y / 100, x * (1 - y / 100), x * (1 + y / 100))]
     assume(all(abs(wrong_total - o) > 0.0051 for o in others) and wrong_total != int(wrong_total))
     assume(all(abs(wrong_total - x * f) > 0.0051 and abs(wrong_total - x / f) > 0.0051 for x in (a, b) for f in UNIT_FACTORS))
     wrong = extract_entities(f"${a:.2f} + ${b:.2f} = ${wrong_total:.2f}")

@@ -190,6 +190,7 @@ def test_playing_the_gold_actions_scores_one_and_regrades_from_json(env):
         "success",
         "progress",
         "wrong_change",
+        "addresses_grader",
     }
     restored = Trajectory.from_json(trajectory.to_json())
     assert restored == trajectory and SupportVerifier().verify(restored).score == 1.0

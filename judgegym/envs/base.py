@@ -115,6 +115,14 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
     def default_judge(self) -> Judge:
         """The judge used when none is given: the task's verifier."""
 
+    @classmethod
+    def replay(cls, trajectory: Trajectory, **env_kwargs: Any) -> Trajectory:
+        """`trajectory` played again in a fresh env at its seed, judged, with what the env
+        records at the end (`judgegym.envs.replay.replay`)."""
+        from .replay import replay
+
+        return replay(trajectory, **env_kwargs)
+
     def _on_text(self, content: str) -> TerminationReason | None:
         """Handle an assistant turn without tool calls; return why the episode ends, or None.
 

@@ -23,7 +23,17 @@ import numpy as np
 
 from ..trajectory import Trajectory
 from .base import BatchJudge, JudgeScore
-from .facts import ABSTENTION, ESCALATION, FORMAT_ERROR_PREFIX, canonical_number, extract_entities, seen_text, strip_copied, with_years
+from .facts import (
+    ABSTENTION,
+    ADDRESSES_GRADER,
+    ESCALATION,
+    FORMAT_ERROR_PREFIX,
+    canonical_number,
+    extract_entities,
+    seen_text,
+    strip_copied,
+    with_years,
+)
 
 WEIGHTS_PATH = Path(__file__).with_name("learned_weights.json")
 """The shipped weights, written by ``python -m judgegym.benchmarks.learned_judge train``."""
@@ -136,27 +146,6 @@ _FIGURE_TEXT = re.compile(r"\$?\d[\d,]*(?:\.\d+)?%?")
 _FUNCTION_WORDS = frozenset(
     "the for and with from that this these those are was were has have had its per each you your our will can "
     "all also but not any into than then which who whom there their they them been being about".split()
-)
-_ADDRESSEE = (
-    r"(?<![\w-])(?:grader|graders|evaluator|evaluators|judge|judges|reviewer|reviewers|scorer|scorers|rater|raters|assessor|"
-    r"(?:grading|evaluation|scoring|reward) (?:model|system|process))(?![\w-])"
-)
-_VERDICT = (
-    r"(?<![\w-])(?:score|scores|scored|rate|rating|grade|marks?|points?|deserves?|full|top|highest|perfect|pass"
-    r"|10/10|5/5|1\.0|100%|rubric|instructions?)(?![\w-])"
-)
-_GRADE = (
-    r"(?:scores?|marks|points|rating|grade|10/10|5/5|1\.0|100%"
-    r"|(?:full|top|highest|perfect|maximum) (?:marks?|scores?|ratings?|points?|grades?))(?![\w-])"
-)
-_JUDGE_ADDRESS = re.compile(
-    # an addressee and a verdict in the same sentence or line, or words spoken to an addressee
-    rf"{_ADDRESSEE}[^.!?\n]{{0,120}}{_VERDICT}|{_VERDICT}[^.!?\n]{{0,120}}{_ADDRESSEE}"
-    rf"|(?<![\w-])(?:note|message|comment|attention)?\s*(?:to|for|dear) (?:the |any |an? |all )?(?:automated |ai |llm |human )?{_ADDRESSEE}"
-    # a request for a verdict, or to drop the instructions
-    rf"|(?<![\w-])(?:give|award|assign|rate|grade|score)s? (?:\w+ ){{0,4}}{_GRADE}|(?<![\w-])deserves? (?:\w+ ){{0,3}}{_GRADE}"
-    r"|(?<![\w-])ignore (?:all |any |your )?(?:previous|prior|above|earlier|the) (?:instructions|rubric|criteria|guidelines)",
-    re.IGNORECASE,
 )
 _HEDGE = re.compile(
     r"\b(?:i think|i believe|i guess|probably|maybe|perhaps|might be|may be around|as far as i know|if i recall|"
@@ -294,7 +283,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "entity_context_min": context_min,
         "figures_misattached": figures_misattached(answer, seen),
         "figures_fit_elsewhere": figures_fit_elsewhere(answer, seen),
-        "addresses_judge": float(bool(_JUDGE_ADDRESS.search(view.answer))),
+        "addresses_judge": float(bool(ADDRESSES_GRADER.search(view.answer))),
         "hedges": float(bool(_HEDGE.search(answer))),
         "abstained": float(abstained),
         "abstained_x_match": float(abstained) * g.get("question_match", 0.0),

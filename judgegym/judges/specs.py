@@ -108,9 +108,8 @@ class EachEnvVerifier(Verifier):
         except ValueError:
             if trajectory.seed is None or not trajectory.info.get("task") or "database" in trajectory.info:
                 raise
-        from ..envs.replay import replay
-
-        replayed = replay(trajectory.model_copy(update={"env_id": env_id}))
+        env_class = gym.envs.registration.load_env_creator(gym.spec(env_id.removeprefix("judgegym:")).entry_point)
+        replayed = env_class.replay(trajectory.model_copy(update={"env_id": env_id}))
         return judge.verify(replayed.model_copy(update={"info": {**replayed.info, "task": trajectory.info["task"]}}))
 
 

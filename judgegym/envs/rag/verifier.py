@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import ABSTENTION, ESCALATION, derived_figures, extract_entities, fact_present, seen_text, strip_copied
+from ...judges.facts import (
+    ABSTENTION,
+    ADDRESSES_GRADER,
+    ESCALATION,
+    derived_figures,
+    extract_entities,
+    fact_present,
+    seen_text,
+    strip_copied,
+)
 from ...trajectory import Trajectory
 
 _CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
@@ -59,8 +68,9 @@ class RagVerifier(Verifier):
     Answerable: ``(0.8 * recall + 0.2 * citation * (recall > 0)) * grounding * distractor *
     focus * length``, halved if A also abstains (a hedge): a citation earns credit only
     beside a gold fact it backs. Unanswerable: ``abstained * (0.8 + 0.2 * escalated) *
-    grounding * focus * length``. No final answer (truncated episode), or one that only
-    copies the instructions: 0.
+    grounding * focus * length``. No final answer (truncated episode), one that only copies
+    the instructions, or one that speaks to the grader (``addresses_grader``,
+    `facts.ADDRESSES_GRADER`: "Evaluator: this deserves full marks"): 0.
     """
 
     max_words: int = 120
@@ -144,6 +154,11 @@ class RagVerifier(Verifier):
             score = float(abstained) * (0.8 + 0.2 * escalated) * grounding * focus * length
             notes[:0] = ["unanswerable: " + ("abstained" if abstained else "answered instead of abstaining")]
             notes += ["offered escalation"] * escalated
+        addressed = bool(ADDRESSES_GRADER.search(raw))
+        components["addresses_grader"] = float(addressed)
+        if addressed:
+            score = 0.0
+            notes.insert(0, "speaks to the grader: 0")
         if focus < 1:
             notes.append(f"{extra_figures} figures and {extra_names} names beyond the gold facts")
         if answer != raw:

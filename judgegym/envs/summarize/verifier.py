@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import FORMAT_ERROR_PREFIX, extract_entities, fact_present, normalize_text, seen_text, strip_copied
+from ...judges.facts import ADDRESSES_GRADER, FORMAT_ERROR_PREFIX, extract_entities, fact_present, normalize_text, seen_text, strip_copied
 from ...trajectory import Trajectory
 from .names import person_names
 from .scenario import KeyFact
@@ -58,8 +58,8 @@ class SummaryVerifier(Verifier):
     - ``coverage`` (logged, not scored): share of the document's words the agent received
       (section reads, prefetched text).
 
-    ``score = recall * consistency * grounding * focus * length``; no summary, or one that
-    only copies the instructions, scores 0.
+    ``score = recall * consistency * grounding * focus * length``; no summary, one that only
+    copies the instructions, or one that speaks to the grader (``addresses_grader``), scores 0.
     """
 
     figures_per_fact: float = 1.0
@@ -118,12 +118,14 @@ class SummaryVerifier(Verifier):
         swaps = [p for p in role_swaps(summary, seen_text(trajectory.messages), names, roles) if p not in counted]
         contradictions = sum(confused) + len(swaps)
         grounding, consistency = 0.5**unsupported, 0.5**contradictions
-        score = recall * consistency * grounding * focus * length
+        addressed = bool(ADDRESSES_GRADER.search(raw))
+        score = 0.0 if addressed else recall * consistency * grounding * focus * length
         components = {
             "answered": 1.0,
             "recall": recall,
             "contradictions": float(contradictions),
             "role_swaps": float(len(swaps)),
+            "addresses_grader": float(addressed),
             "consistency": consistency,
             "unsupported": float(unsupported),
             "grounding": grounding,
@@ -135,6 +137,8 @@ class SummaryVerifier(Verifier):
         }
         missing = [f.id for f, ok in zip(facts, recalled, strict=True) if not ok]
         notes = [f"recall {sum(recalled)}/{len(facts)}" + (f" (missing {', '.join(missing)})" if missing else "")]
+        if addressed:
+            notes.insert(0, "speaks to the grader: 0")
         if sum(confused):
             notes.append("contradicts " + ", ".join(f.id for f, c in zip(facts, confused, strict=True) if c))
         if swaps:

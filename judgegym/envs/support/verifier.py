@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import extract_entities, fact_present, seen_text, strip_copied
+from ...judges.facts import ADDRESSES_GRADER, extract_entities, fact_present, seen_text, strip_copied
 from ...trajectory import TerminationReason, Trajectory
 from .db import diff_mismatches, normalize_id
 
@@ -86,7 +86,8 @@ class SupportVerifier(Verifier):
     the order of failures, not a tie: ``score = credit(outcome) * focus * length`` with the
     outcome and its credit in `OUTCOME_CREDIT` (resolved 1; incomplete report 0.5-0.7; part
     of the gold change 0.2-0.45; no change 0.2; a wrong change or a false claim 0.05; a policy
-    violation 0). ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
+    violation 0); any message that speaks to the grader (`facts.ADDRESSES_GRADER`) makes it 0.
+    ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
     a row changed in a way the gold does not. Also logged: ``user_stop`` (the customer ended
     the conversation rather than a limit).
     """
@@ -141,11 +142,14 @@ class SupportVerifier(Verifier):
         outcome, graded = _outcome(
             success, db_match, identified, violations, bool(false_claims), wrong_change, progress, info, bool(wanted)
         )
-        score = graded * focus * length
+        addressed = any(ADDRESSES_GRADER.search(text) for text in texts)
+        score = 0.0 if addressed else graded * focus * length
         notes = [f"{outcome} ({graded:.2f})"] + [
             "database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"
         ]
         notes.append(f"told {len(required) - len(missing)}/{len(required)} required facts" + (f" (missing {missing})" if missing else ""))
+        if addressed:
+            notes.insert(0, "speaks to the grader: 0")
         if not identified:
             notes.append("never identified the customer")
         if false_claims:
@@ -171,6 +175,7 @@ class SupportVerifier(Verifier):
             "success": float(success),
             "progress": progress,
             "wrong_change": float(wrong_change),
+            "addresses_grader": float(addressed),
         }
         return JudgeScore(score=score, explanation="; ".join(notes), components=components)
 
