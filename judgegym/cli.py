@@ -413,6 +413,10 @@ def train_command(
         trainer = _load_trainer(train_config)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ServerError, DistributedError, RemoteEnvError) as exc:
         raise _fail(str(exc)) from None
+    from .trainers.policy import precision_line
+
+    if trainer.ranks.is_main:
+        console.print(precision_line(trainer.mixed_precision, trainer.device, trainer.dtype), markup=False, highlight=False)
     try:
         records = trainer.train()
     finally:
@@ -501,7 +505,10 @@ def sft_command(
         trainer = SFTTrainer(sft_config)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as exc:
         raise _fail(str(exc)) from None
+    from .trainers.policy import precision_line
+
     report = trainer.data_report
+    console.print(precision_line(trainer.mixed_precision, trainer.device, trainer.dtype), markup=False, highlight=False)
     console.print(
         f"{report['read']} trajectories read, {report['selected']} selected, {report['trained']} trained on "
         f"({report['too_long']} too long, {report['untrainable']} untrainable): {report['target_tokens']} assistant tokens of "

@@ -52,6 +52,7 @@ def main() -> None:
     torch.set_num_threads(1)
     config = GRPOConfig(
         model=args.model,
+        mixed_precision="no",
         env_kwargs={"n_products": 20, "n_worlds": 1},
         scenarios_per_step=4,
         group_size=2,

@@ -451,6 +451,7 @@ def test_grpo_step_on_served_envs_equals_the_local_one(tmp_path, tiny_model, one
         "eval_steps": 1,
         "eval_episodes": 2,
         "save_steps": 0,
+        "mixed_precision": "no",
     }
     local = GRPOTrainer(GRPOConfig(**options, env_kwargs=small, output_dir=str(tmp_path / "local")))
     local_record = local.train()[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from judgegym.cli import app
@@ -57,6 +58,7 @@ def test_a_config_file_is_not_overridden_by_option_defaults(tmp_path, tiny_model
             pass
 
         ranks = trainers.distributed.Ranks()
+        mixed_precision, device, dtype = "no", "cpu", torch.float32
 
     monkeypatch.setattr(trainers, "GRPOTrainer", Capture)
     config = {"model": str(tiny_model), "max_steps": 7, "output_dir": str(tmp_path / "from-file"), "env_kwargs": {"n_products": 20}}
@@ -121,6 +123,6 @@ def test_sft_errors_are_one_line(tmp_path, tiny_model):
     result = runner.invoke(app, ["sft", "x.jsonl", "--min-component", "recall=high"])
     assert result.exit_code == 2 and "--min-component expects NAME=NUMBER" in result.output
     result = runner.invoke(app, ["sft", "--show-config"])
-    assert result.exit_code == 0 and "micro_batch_tokens = 4096" in result.output
+    assert result.exit_code == 0 and "micro_batch_tokens = 2048" in result.output
     result = runner.invoke(app, ["demo", "--task", "juggle"])
     assert result.exit_code == 2 and "--task must be 'answer' or 'tools'" in result.output

@@ -74,6 +74,7 @@ def make_config(tmp_path: Path, model: str, **overrides) -> GRPOConfig:
         "eval_steps": 0,
         "save_steps": 0,
         "output_dir": str(tmp_path / "run"),
+        "mixed_precision": "no",  # exact float32 math; the bf16 update has its own test
     }
     return GRPOConfig(**{**options, **overrides})
 
@@ -237,7 +238,7 @@ def test_a_bf16_update_trains_on_the_same_rollouts_with_nearly_the_same_numbers(
     assert records["bf16"]["sampling/sampling_logp_difference/max"] < 0.2
     assert records["bf16"]["loss"] == pytest.approx(records["no"]["loss"], abs=0.05)
     assert records["bf16"]["grad_norm"] == pytest.approx(records["no"]["grad_norm"], rel=0.1)
-    with pytest.raises(ValueError, match="mixed_precision must be 'no' or 'bf16'"):
+    with pytest.raises(ValueError, match="mixed_precision must be 'auto', 'no' or 'bf16'"):
         GRPOConfig(mixed_precision="fp8")
 
 
@@ -351,3 +352,19 @@ def test_config_errors_say_what_to_change():
         GRPOConfig(temperature=0.0)
     assert GRPOConfig().effective_learning_rate == 1e-4 and GRPOConfig(use_lora=False).effective_learning_rate == 1e-5
     assert all(GRPOConfig.help().values()), "every field has a help text"
+
+
+def test_auto_mixed_precision_is_bf16_only_where_native_and_the_log_says_which(monkeypatch, caplog):
+    from judgegym.trainers import policy
+
+    for native, dtype, expected in ((True, torch.float32, "bf16"), (False, torch.float32, "no"), (True, torch.bfloat16, "no")):
+        monkeypatch.setattr(policy, "native_bf16", lambda device, native=native: native)
+        with caplog.at_level("INFO", logger="judgegym.trainers"):
+            assert policy.resolve_mixed_precision("auto", "cpu", dtype) == expected
+        assert f"mixed precision: {expected}" in caplog.text
+        caplog.clear()
+        line = policy.precision_line(expected, "cpu", dtype)
+        assert ("bf16 autocast" in line) == (expected == "bf16")
+        if not native:
+            assert "has no native bfloat16" in line
+    assert GRPOConfig().mixed_precision == "auto"

@@ -79,6 +79,7 @@ KILLED_RUN = textwrap.dedent(
     config = GRPOConfig(
         model=sys.argv[1], output_dir=sys.argv[2], env_kwargs={"n_products": 20, "n_worlds": 1}, scenarios_per_step=2,
         group_size=2, max_new_tokens=8, max_turns=2, max_steps=6, save_steps=1, keep_last=3, eval_steps=0, resume=True,
+        mixed_precision="no",
     )
     GRPOTrainer(config, judge=SlowJudge()).train()
     """

@@ -276,6 +276,7 @@ def server_config(tmp_path: Path, model: str, urls: list[str], **overrides) -> G
         "temperature": 0.7,
         "learning_rate": 1e-3,
         "output_dir": str(tmp_path / "run"),
+        "mixed_precision": "no",
     }
     return GRPOConfig(**{**options, **overrides})
 

@@ -253,6 +253,7 @@ def _sft_config(tmp_path: Path, model: str, data: Path, **overrides) -> SFTConfi
         "eval_episodes": 0,
         "save_steps": 0,
         "output_dir": str(tmp_path / "sft"),
+        "mixed_precision": "no",  # exact float32 math; bf16 has its own test
     }
     return SFTConfig(**{**options, **overrides})
 
@@ -370,6 +371,7 @@ def test_grpo_starts_from_the_sft_adapter(tmp_path, smol_tiny_model, search_epis
         "save_steps": 0,
         "init_adapter": str(adapter),
         "output_dir": str(tmp_path / "grpo"),
+        "mixed_precision": "no",
     }
     grpo = GRPOTrainer(GRPOConfig(**grpo_options))
     trained = {n: p for n, p in sft.model.named_parameters() if p.requires_grad}
@@ -402,7 +404,7 @@ def test_bf16_autocast_gives_nearly_the_float32_loss(tmp_path, smol_tiny_model, 
         config = _sft_config(tmp_path, smol_tiny_model, search_episodes, mixed_precision=mode, output_dir=str(tmp_path / mode))
         losses[mode] = SFTTrainer(config).train_step()["loss"]
     assert losses["bf16"] == pytest.approx(losses["no"], rel=2e-2)
-    with pytest.raises(ValueError, match="mixed_precision must be 'no' or 'bf16'"):
+    with pytest.raises(ValueError, match="mixed_precision must be 'auto', 'no' or 'bf16'"):
         SFTConfig(mixed_precision="fp8")
 
 

@@ -231,6 +231,7 @@ def vllm_config(tmp_path: Path, model: str, **overrides) -> GRPOConfig:
         "eval_steps": 0,
         "save_steps": 0,
         "output_dir": str(tmp_path / "run"),
+        "mixed_precision": "no",
     }
     return GRPOConfig(**{**options, **overrides})
 

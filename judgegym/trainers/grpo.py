@@ -58,9 +58,9 @@ from .policy import (
     load_policy,
     make_scheduler,
     resolve_device_dtype,
+    resolve_mixed_precision,
     tensorboard_writer,
     training_autocast,
-    warn_about_mixed_precision,
 )
 from .policy import config_field as _field
 from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, _pad_id, make_envs, play_groups
@@ -385,7 +385,7 @@ class GRPOTrainer:
         if backend is None and config.backend == "vllm":
             require_vllm()  # fail before loading anything
         self.device, self.dtype = resolve_device_dtype(config.device, config.dtype)
-        warn_about_mixed_precision(config.mixed_precision, self.device)
+        self.mixed_precision = resolve_mixed_precision(config.mixed_precision, self.device, self.dtype)
         self.ranks = Ranks.from_environment(device=self.device, timeout_s=config.dist_timeout_s)
         """This process among the trainer's ranks (torchrun); one rank otherwise."""
         if self.ranks.active and config.device == "auto" and self.device == "cuda":
@@ -718,7 +718,7 @@ class GRPOTrainer:
         """Logits predicting ``micro.targets``: (b, T, V) for target positions start+1 .. L-1, in
         float32 also under ``mixed_precision='bf16'`` (the log-softmax of bf16 logits is too coarse
         for the policy ratio)."""
-        with training_autocast(self.config.mixed_precision, self.device):
+        with training_autocast(self.mixed_precision, self.device):
             out = self.model(input_ids=micro.input_ids, attention_mask=micro.attention_mask, logits_to_keep=micro.keep, use_cache=False)
         return out.logits[:, :-1].float()
 

@@ -5,6 +5,7 @@ held-out eval that plays it greedily on an env and writes the judged episodes.""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -28,6 +29,9 @@ def config_field(default: Any = None, help: str = "", *, factory: Any = None) ->
     return field(default=default, metadata={"help": help})
 
 
+log = logging.getLogger("judgegym.trainers")
+
+
 @dataclass
 class PolicyConfig:
     """The policy's fields, shared by `GRPOConfig` and `SFTConfig` (so an SFT adapter continues
@@ -38,10 +42,11 @@ class PolicyConfig:
     device: str = config_field("auto", "'auto' (cuda when available, else cpu), 'cpu', 'cuda', 'cuda:1', ...")
     gradient_checkpointing: bool = config_field(False, "Recompute activations in the backward pass: less memory, about 30% slower.")
     mixed_precision: str = config_field(
-        "no",
+        "auto",
         "'bf16': the training forward and backward under torch.autocast in bfloat16 (weights, optimizer and the loss's "
         "softmax stay in dtype); on CPUs with AMX or AVX-512 BF16 faster and half the activation memory, on other CPUs many "
-        "times slower (native_bf16() tells). 'no': everything in dtype.",
+        "times slower (native_bf16() tells). 'no': everything in dtype. 'auto': bf16 where the device computes it natively "
+        "and the weights are float32, else 'no' (the run's log says which).",
     )
     use_lora: bool = config_field(True, "Train a LoRA adapter (peft) instead of all weights; GRPO's KL reference is then free.")
     lora_r: int = config_field(16, "LoRA rank.")
@@ -62,8 +67,8 @@ class PolicyConfig:
         problems = []
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             problems.append(f"dtype must be 'auto', 'float32', 'bfloat16' or 'float16', got {self.dtype!r}")
-        if self.mixed_precision not in ("no", "bf16"):
-            problems.append(f"mixed_precision must be 'no' or 'bf16', got {self.mixed_precision!r}")
+        if self.mixed_precision not in ("auto", "no", "bf16"):
+            problems.append(f"mixed_precision must be 'auto', 'no' or 'bf16', got {self.mixed_precision!r}")
         if self.init_adapter and not self.use_lora:
             problems.append("init_adapter needs use_lora=True: the adapter is what gets trained")
         if self.lora_dropout < 0:
@@ -192,14 +197,33 @@ def training_autocast(mixed_precision: str, device: str) -> Any:
     return torch.autocast(device_type, dtype=torch.bfloat16, enabled=mixed_precision == "bf16")
 
 
-def warn_about_mixed_precision(mixed_precision: str, device: str) -> None:
-    """Warn when bf16 was asked for on a device that emulates it."""
+def precision_line(mixed_precision: str, device: str, dtype: torch.dtype) -> str:
+    """What a run computes its update in, for the run's log: "update in bf16 autocast (native
+    bfloat16 on cpu)" or "update in float32 (cpu has no native bfloat16)"."""
+    weights = str(dtype).removeprefix("torch.")
+    if mixed_precision == "bf16":
+        return f"update in bf16 autocast over {weights} weights ({'native' if native_bf16(device) else 'emulated'} bfloat16 on {device})"
+    reason = "mixed_precision='no'" if native_bf16(device) else f"{device} has no native bfloat16"
+    return f"update in {weights} ({reason})"
+
+
+def resolve_mixed_precision(mixed_precision: str, device: str, dtype: torch.dtype) -> str:
+    """'bf16' or 'no' for a run's `mixed_precision` setting, said in the log: 'auto' is bf16
+    where `device` computes it natively and the weights are float32 (bf16 weights need no
+    autocast), else 'no'. An explicit 'bf16' on a device that emulates it warns."""
+    if mixed_precision == "auto":
+        native = native_bf16(device)
+        chosen = "bf16" if native and dtype == torch.float32 else "no"
+        why = "native bfloat16" if native else "no native bfloat16 (no AMX or AVX-512 BF16): float32 is faster here"
+        log.info("mixed precision: %s (auto: %s on %s, weights %s)", chosen, why, device, str(dtype).removeprefix("torch."))
+        return chosen
     if mixed_precision == "bf16" and not native_bf16(device):
         warnings.warn(
             f"mixed_precision='bf16' on {device}, which has no native bfloat16 (no AMX or AVX-512 BF16 on a CPU): "
-            "training will be slower than in float32; set mixed_precision='no'",
+            "training will be slower than in float32; set mixed_precision='no' or 'auto'",
             stacklevel=3,
         )
+    return mixed_precision
 
 
 def release_memory() -> None:
