@@ -15,6 +15,14 @@ from judgegym.envs.rag import RagVerifier
 from judgegym.judges.abstention import ABSENCE, ABSTAINING, ANSWERING, abstains
 from judgegym.judges.facts import ABSTENTION
 
+@pytest.fixture(scope="module", autouse=True)
+def embedder():
+    """Load MiniLM once for the module (its load is the module's, not the first test's)."""
+    from judgegym.judges.grounding import load_embedding_model
+
+    return load_embedding_model()
+
+
 SENTENCES = json.loads((Path(__file__).parent / "data" / "abstention_sentences.json").read_text())
 
 

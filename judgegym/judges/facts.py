@@ -327,6 +327,8 @@ def derived_figures(wanted: Iterable[str], seen: Iterable[str], stated: Iterable
             return None
 
     wanted, seen_set = set(wanted), set(seen)
+    if not wanted:
+        return set()
     base = sorted({v for e in seen_set if (v := value(e)) is not None})[:_OPERANDS]
     pool = np.asarray(base, dtype=float)
     stated = set(stated)

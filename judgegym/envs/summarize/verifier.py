@@ -8,6 +8,7 @@ word limit, the document's figures and people), so stored runs can be re-graded 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -258,33 +259,17 @@ def role_swaps(summary: str, seen: str, names: list[str], roles: dict[str, str] 
     adds what the gold says of a person (a key fact's description and statement, by the
     person it names), so "X was the incident commander" stands where the document wrote "the
     response was coordinated by X"."""
-    people = [n for n in names if len(n.split()) >= 2]
+    people = tuple(n for n in names if len(n.split()) >= 2)
     if len(people) < 2:
         return []
-    patterns = {n: re.compile(rf"(?<![\w-])(?:{re.escape(n)}|{re.escape(n.split()[-1])})(?![\w-])") for n in people}
-    name_stems = {w.casefold()[:4] for n in people for w in n.split()}
-
-    def mentioned(clause: str) -> list[str]:
-        return [n for n, pattern in patterns.items() if pattern.search(clause)]
-
-    def stems(clause: str) -> set[str]:
-        return {w.casefold()[:4] for w in _STEM_WORD.findall(clause)} - name_stems
-
-    words: dict[str, set[str]] = {n: stems((roles or {}).get(n, "")) for n in people}
-    for clause in _clauses(seen):
-        who = mentioned(clause)
-        if len(who) == 1:
-            words[who[0]] |= stems(clause)
-    owners: dict[str, set[str]] = {}
-    for person, stem_set in words.items():
-        for stem in stem_set:
-            owners.setdefault(stem, set()).add(person)
+    markers = _markers(seen, people, tuple(sorted((roles or {}).items())))
+    words, owners = markers.words, markers.owners
     swapped: list[str] = []
     for clause in _clauses(summary):
-        who = mentioned(clause)
+        who = markers.mentioned(clause)
         if len(who) != 1 or who[0] in swapped:
             continue
-        person, said = who[0], stems(clause)
+        person, said = who[0], markers.stems(clause)
         if not words[person]:  # nothing read of this person: what they did is unknown here
             continue
         others = {stem for stem in said if owners.get(stem, {person}) != {person} and len(owners[stem]) == 1}
@@ -292,6 +277,42 @@ def role_swaps(summary: str, seen: str, names: list[str], roles: dict[str, str] 
         if others and not own:
             swapped.append(person)
     return swapped
+
+
+@dataclass(frozen=True)
+class _Markers:
+    """What `role_swaps` learns of a document's people from the text read (kept per text)."""
+
+    pattern: re.Pattern[str]
+    by_word: dict[str, str]
+    name_stems: frozenset[str]
+    words: dict[str, set[str]]
+    owners: dict[str, set[str]]
+
+    def mentioned(self, clause: str) -> list[str]:
+        return list(dict.fromkeys(self.by_word[m] for m in self.pattern.findall(clause)))
+
+    def stems(self, clause: str) -> set[str]:
+        return {w.casefold()[:4] for w in _STEM_WORD.findall(clause)} - self.name_stems
+
+
+@functools.lru_cache(maxsize=64)
+def _markers(seen: str, people: tuple[str, ...], roles: tuple[tuple[str, str], ...]) -> _Markers:
+    by_word = {n: n for n in people} | {n.split()[-1]: n for n in people}
+    pattern = re.compile(rf"(?<![\w-])(?:{'|'.join(sorted(map(re.escape, by_word), key=len, reverse=True))})(?![\w-])")
+    name_stems = frozenset(w.casefold()[:4] for n in people for w in n.split())
+    markers = _Markers(pattern, by_word, name_stems, {}, {})
+    given = dict(roles)
+    for n in people:
+        markers.words[n] = markers.stems(given.get(n, ""))
+    for clause in _clauses(seen):
+        who = markers.mentioned(clause)
+        if len(who) == 1:
+            markers.words[who[0]] |= markers.stems(clause)
+    for person, stem_set in markers.words.items():
+        for stem in stem_set:
+            markers.owners.setdefault(stem, set()).add(person)
+    return markers
 
 
 def _subject_pattern(terms: list[str]) -> re.Pattern[str] | None:
