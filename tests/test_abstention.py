@@ -15,6 +15,7 @@ from judgegym.envs.rag import RagVerifier
 from judgegym.judges.abstention import ABSENCE, ABSTAINING, ANSWERING, abstains
 from judgegym.judges.facts import ABSTENTION
 
+
 @pytest.fixture(scope="module", autouse=True)
 def embedder():
     """Load MiniLM once for the module (its load is the module's, not the first test's)."""

@@ -709,6 +709,7 @@ def test_the_teacher_ranks_harm_below_inaction_and_partial_work_above_it():
     assert teacher("hedged", hedged) == 0.5 and teacher("oracle", hedged) == 1.0
 
 
+@pytest.mark.slow
 def test_the_training_cache_gives_back_the_same_data(tmp_path):
     played, groundings = learned_judge.training_groups("support", 2, seed=3, cache=tmp_path)
     again, cached = learned_judge.training_groups("support", 2, seed=3, cache=tmp_path)

@@ -561,8 +561,20 @@ def play_case(suite: Suite, env: gym.Env, source: str, reset: dict[str, Any], ca
     return suite.cases[case](start(env, reset))
 
 
+SLOW_CASES = {("support", "dump")}
+"""Cases over 3 s (the dump plays every order's tools on every scenario): the slow tier's."""
+
+
 @pytest.mark.parametrize("source", ["generated", "handwritten"])
-@pytest.mark.parametrize(("name", "case"), [(name, case) for name, suite in SUITES.items() for case in suite.bounds], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("name", "case"),
+    [
+        pytest.param(name, case, marks=[pytest.mark.slow] if (name, case) in SLOW_CASES else [])
+        for name, suite in SUITES.items()
+        for case in suite.bounds
+    ],
+    ids=lambda v: str(v),
+)
 def test_gaming_answers_score_at_most_their_bound(envs, name, case, source):
     suite = SUITES[name]
     env = envs(name, source)

@@ -138,6 +138,7 @@ def test_unreachable_server_is_a_clear_error():
 # -- OpenEnv's own clients ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_openenv_generic_client_plays_an_episode(rag_server):
     """openenv-core's GenericEnvClient (its WebSocket protocol, no judgegym code) plays a
     served episode to the same reward as the local env, and its replies parse as OpenEnv's

@@ -89,6 +89,7 @@ def test_errors_keep_their_brackets(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "judgegym[gpu]" in result.output, result.output
 
 
+@pytest.mark.slow
 def test_sft_selects_trains_and_hands_its_adapter_to_train(tmp_path, tiny_model):
     """`judgegym sft` on an eval run's episodes (oracle, train split), then `judgegym train
     --model MODEL+ADAPTER` continues that adapter."""
