@@ -326,3 +326,21 @@ def test_the_reward_orders_failures_while_success_stays_binary(env):
     assert resolved["reward"] == 1.0 and resolved["success"] == 1.0
     assert 0.5 <= untold["reward"] <= 0.7 and untold["success"] == 0.0 and untold["progress"] == 1.0
     assert idle["reward"] == 0.0 and idle["progress"] == 0.0 and idle["wrong_change"] == 0.0
+
+
+def test_a_stored_conversation_is_replayed_for_the_database_its_verifier_grades(env):
+    """Without the env's end state the verifier refuses; `EachEnvVerifier` replays the
+    conversation at its seed and grades what the env recorded; a tampered tool result is caught."""
+    from judgegym.envs.replay import ReplayError, replay
+    from judgegym.judges.specs import make_judge
+
+    played = asyncio.run(play_episode(env, OracleAgent(), seed=7))
+    stored = played.model_copy(update={"info": {"task": played.info["task"]}, "reward": None})
+    with pytest.raises(ValueError, match="info\\['database'\\]"):
+        SupportVerifier().verify(stored)
+    assert make_judge("verifier").verify(stored).score == pytest.approx(played.reward)
+    tampered = stored.model_copy(deep=True)
+    tool = next(m for m in tampered.messages if m.role == "tool")
+    tool.content = "Error: no such order"
+    with pytest.raises(ReplayError, match="differs from what the env returns"):
+        replay(tampered)
