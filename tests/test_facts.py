@@ -356,3 +356,8 @@ def test_a_sum_of_two_stated_prices_is_derived_and_a_wrong_one_is_not(a_cents, b
     assume(all(abs(wrong_total - x * f) > 0.0051 and abs(wrong_total - x / f) > 0.0051 for x in (a, b) for f in UNIT_FACTORS))
     wrong = extract_entities(f"${a:.2f} + ${b:.2f} = ${wrong_total:.2f}")
     assert derived_figures(wrong - seen, seen, wrong) == set()
+
+
+def test_derived_figures_take_any_number_a_model_writes():
+    huge = extract_entities("1" * 500 + " items, 10.5 kg, 1e400, 2025-01-01")
+    assert derived_figures(huge, extract_entities("10.5 kg on 2025-01-05"), huge) == set()

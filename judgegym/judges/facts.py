@@ -316,9 +316,10 @@ def derived_figures(wanted: Iterable[str], seen: Iterable[str], stated: Iterable
 
     def value(entity: str) -> float | None:
         try:
-            return float(entity[4:]) if entity.startswith("num:") else None
+            number = float(entity[4:]) if entity.startswith("num:") else None
         except ValueError:
             return None
+        return number if number is not None and abs(number) < 1e12 else None  # "1111...1" of 500 digits is inf
 
     def day(entity: str) -> dt.date | None:
         try:
