@@ -744,7 +744,7 @@ def serve_command(
 ) -> None:
     """Serve ENV_ID: one env per session over WebSocket (/ws) or HTTP (/reset, /step, /state),
     group sessions for relative judges (docs/plugins/openenv.md)."""
-    from .server import ServeConfig, serve
+    from .serving.server import ServeConfig, serve
 
     env_kwargs = _parse_env_args(env_arg or [])
     config = ServeConfig(
@@ -871,7 +871,7 @@ def judge_bench_command(
 ) -> None:
     """Measure how well a judge orders responses of known quality: pairwise accuracy, Kendall
     tau, top-1 accuracy, position and length bias, mean score per tier and label."""
-    from .benchmarks.judge_bench import (
+    from .evaluation.judge_bench import (
         GroupFileError,
         GroupScores,
         calibration_plot,
@@ -975,6 +975,21 @@ def judge_bench_command(
             console.print(f"report: {out}; calibration plot: {plot}", markup=False, highlight=False, soft_wrap=True)
     if report.n_groups == 0:
         raise typer.Exit(code=1)
+
+
+@app.command(
+    "learned-judge",
+    short_help="Train or evaluate the learned judge's heads (train | eval; --help for each).",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)
+def learned_judge_command(ctx: typer.Context) -> None:
+    """Train the learned judge's heads on verifier-labelled episodes of the envs' train splits
+    (``train``), or measure them with judge-bench on held-out groups (``eval``); the arguments
+    are `judgegym.judges.learned.training`'s (``judgegym learned-judge train --help``)."""
+    from .judges.learned.training import main
+
+    raise typer.Exit(code=main(ctx.args))
 
 
 @app.command("judge", short_help="Score your own trajectories (OpenAI chat JSONL) with any judge.")

@@ -25,9 +25,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import settings  # noqa: E402
 from strategies import PROFILES  # noqa: E402
-from tiny_models import save_tiny_model  # noqa: E402
 
 import judgegym  # noqa: E402, F401  (registers the envs)
+from judgegym.testing.tiny_models import save_tiny_model  # noqa: E402
 
 SLOW_SECONDS = 3.0
 TIER_BUDGETS = {"fast": 150.0, "slow": 600.0}
@@ -129,7 +129,7 @@ def rag_env():
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
-    """The folder of a tiny random Llama and its tokenizer (tests/tiny_models.py)."""
+    """The folder of a tiny random Llama and its tokenizer (judgegym/testing/tiny_models.py)."""
     return str(save_tiny_model(tmp_path_factory.mktemp("tiny-llama")))
 
 

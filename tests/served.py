@@ -11,7 +11,7 @@ from typing import Any
 
 import uvicorn
 
-from judgegym.server import EnvServer, ServeConfig, create_app
+from judgegym.serving.server import EnvServer, ServeConfig, create_app
 
 
 @contextmanager

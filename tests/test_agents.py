@@ -9,12 +9,10 @@ import json
 import gymnasium as gym
 import pytest
 import torch
-import vllm_standin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_stub import StubServer
 from strategies import examples
-from tiny_models import save_tiny_model, tiny_llama, tiny_tokenizer
 
 import judgegym  # noqa: F401
 from judgegym.agents import Agent, make_agent, parse_spec
@@ -24,6 +22,8 @@ from judgegym.agents.litellm_agent import LiteLLMAgent
 from judgegym.chat_format import render_prompt, supports_native_tools, text_messages
 from judgegym.evaluation import evaluate
 from judgegym.parsing import HermesParser, parse_action
+from judgegym.testing import vllm_offline
+from judgegym.testing.tiny_models import save_tiny_model, tiny_llama, tiny_tokenizer
 
 # -- spec strings -------------------------------------------------------------------------------
 
@@ -271,11 +271,11 @@ def test_hf_agent_unknown_model_names_the_embedded_ones(tmp_path):
 
 
 def test_vllm_agent_contract(monkeypatch, tmp_path):
-    vllm_standin.install(monkeypatch)
+    vllm_offline.install(monkeypatch)
     (tmp_path / "ad").mkdir()
     (tmp_path / "ad" / "adapter_config.json").write_text("{}")
     agent = make_agent(f"vllm:/models/base+{tmp_path / 'ad'}?max_tokens=32&gpu_memory_utilization=0.5&seed=7")
-    (engine,) = vllm_standin.LLM.instances
+    (engine,) = vllm_offline.LLM.instances
     assert engine.model == "/models/base"
     assert engine.engine_args["enable_prefix_caching"] is True and engine.engine_args["enable_lora"] is True
     assert engine.engine_args["gpu_memory_utilization"] == 0.5
@@ -291,7 +291,7 @@ def test_vllm_agent_contract(monkeypatch, tmp_path):
 
 
 def test_vllm_agent_rejects_unknown_engine_arguments(monkeypatch):
-    vllm_standin.install(monkeypatch)
+    vllm_offline.install(monkeypatch)
     with pytest.raises(TypeError, match="unexpected keyword"):
         make_agent('vllm:/m?engine_kwargs={"enable_turbo": true}')
 

@@ -11,7 +11,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from judgegym import cli
-from judgegym.benchmarks.judge_bench import (
+from judgegym.cli import app
+from judgegym.envs.rag import RagVerifier
+from judgegym.evaluation.judge_bench import (
     PERTURBATIONS,
     GroupFileError,
     GroupScores,
@@ -25,8 +27,6 @@ from judgegym.benchmarks.judge_bench import (
     summarize_agreement,
     top1_credit,
 )
-from judgegym.cli import app
-from judgegym.envs.rag import RagVerifier
 from judgegym.judges.base import Judge, JudgeScore
 from judgegym.trajectory import Group
 

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from strategies import examples
 
 from judgegym import Group, Message, Trajectory
-from judgegym.benchmarks import learned_judge
-from judgegym.benchmarks.judge_bench import load_labelled_groups, run_judge_bench
+from judgegym.evaluation.judge_bench import load_labelled_groups, run_judge_bench
 from judgegym.judges import JudgeScore, LearnedJudge, make_judge
 from judgegym.judges.base import run_sync
 from judgegym.judges.learned import (
@@ -23,7 +22,6 @@ from judgegym.judges.learned import (
     FEATURES,
     WEIGHTS_PATH,
     Head,
-    _grounded,
     articles_shown,
     family_of,
     figures_fit_elsewhere,
@@ -35,6 +33,9 @@ from judgegym.judges.learned import (
     off_subject_articles,
     trajectory_features,
 )
+from judgegym.judges.learned import data as learned_data
+from judgegym.judges.learned import training as learned_training
+from judgegym.judges.learned.text import grounded_entities
 from judgegym.trajectory import TerminationReason
 
 HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
@@ -191,7 +192,7 @@ def test_the_sibling_figures_agent_takes_a_figure_from_the_sibling_article():
     shown = ARTICLES["zephyr-6-overview"] + "\n\n" + ARTICLES["zephyr-6-lite-overview"]
     info = {"_observation": [{"role": "user", "content": "How much does the Zephyr 6 Lite cost?"}, {"role": "tool", "content": shown}]}
 
-    rewritten = learned_judge._sibling_figures("It costs $1,239.99 [zephyr-6-lite-overview].", info, random.Random(0))
+    rewritten = learned_data._sibling_figures("It costs $1,239.99 [zephyr-6-lite-overview].", info, random.Random(0))
     assert "$1,499.00" in rewritten and "$1,239.99" not in rewritten
 
 
@@ -253,10 +254,10 @@ def test_the_misattachment_shares_are_shares_for_any_text(answer, seen):
 
 def test_the_other_attribute_agent_quotes_the_figure_beside_the_right_one():
     info = {"_observation": [{"role": "user", "content": "How long does standard shipping take?"}, {"role": "tool", "content": SHIPPING}]}
-    rewritten = learned_judge._other_attribute("Standard shipping takes 4 business days [shipping].", info, random.Random(0))
+    rewritten = learned_data._other_attribute("Standard shipping takes 4 business days [shipping].", info, random.Random(0))
     assert rewritten == "Standard shipping takes 1 business days [shipping]."
     episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=rewritten)])
-    assert learned_judge._teacher("other_attribute", episode) == 0.2
+    assert learned_data.teacher_score("other_attribute", episode) == 0.2
 
 
 REPORT = (
@@ -310,10 +311,10 @@ def test_the_other_fact_agent_quotes_another_sentence_of_the_right_article():
         {"role": "user", "content": "How long do I have to return the Sierra 5 Plus?"},
         {"role": "tool", "content": RETURNS["sierra-5-plus-warranty"]},
     ]
-    rewritten = learned_judge._other_fact("You have 30 days [sierra-5-plus-warranty].", {"_observation": observation}, random.Random(0))
+    rewritten = learned_data._other_fact("You have 30 days [sierra-5-plus-warranty].", {"_observation": observation}, random.Random(0))
     assert rewritten == "You have 24 months [sierra-5-plus-warranty]."
     episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=rewritten)])
-    assert learned_judge._teacher("other_fact", episode) == 0.2
+    assert learned_data.teacher_score("other_fact", episode) == 0.2
 
 
 def test_the_outcome_told_counts_a_new_address_and_nothing_to_tell_is_all_told():
@@ -492,10 +493,10 @@ def test_the_order_that_identified_the_customer_counts_as_named():
     assert trajectory_features(quiet, NO_EMBEDDING)["write_unmentioned_order"] == 0.5  # O-2002 was never named
 
 
-def test_figures_worked_out_from_seen_ones_count_as_grounded():
+def test_figures_worked_out_from_seen_ones_count_asgrounded_entities():
     seen = {"num:139.99", "num:109.99", "num:12", "num:209.95", "email:help@x.com"}
     stated = {"num:139.99", "num:30", "num:249.98", "num:16.8", "num:25.19", "num:77.7", "num:3", "email:help@x.com"}
-    found = _grounded(stated, seen)
+    found = grounded_entities(stated, seen)
     # difference, sum, 12% of the stated $139.99; not 12% of $209.95 (the answer never gives it), nor 77.7, nor a small 3
     assert found == {"num:139.99", "num:30", "num:249.98", "num:16.8", "email:help@x.com"}
 
@@ -506,7 +507,7 @@ def test_figures_worked_out_from_seen_ones_count_as_grounded():
     st.sets(st.from_regex(r"num:\d{1,5}(\.\d{1,2})?", fullmatch=True) | st.text(max_size=12), max_size=90),
 )
 def test_grounded_entities_are_a_subset_holding_every_seen_one(entities, seen):
-    found = _grounded(set(entities), set(seen))
+    found = grounded_entities(set(entities), set(seen))
     assert entities & seen <= found <= entities
 
 
@@ -543,7 +544,7 @@ def test_each_family_head_reads_only_its_kind_of_features():
     for family in ("rag", "support", "summarize"):
         for name, weight in zip(FEATURES, heads[family].weights, strict=True):
             assert name in FAMILY_FEATURES[family] or weight == 0.0, (family, name)
-            sign = learned_judge.SIGNS.get(name, 0)
+            sign = learned_training.SIGNS.get(name, 0)
             assert sign * weight >= 0, (family, name, weight)
 
 
@@ -585,9 +586,9 @@ def test_the_shipped_weights_are_small_and_trained_on_the_train_split():
 def test_stale_weights_fail_with_the_command_that_rebuilds_them(tmp_path):
     stale = tmp_path / "w.json"
     stale.write_text(json.dumps({"features": ["old"], "heads": {}}))
-    with pytest.raises(ValueError, match="learned_judge train"):
+    with pytest.raises(ValueError, match="learned-judge train"):
         load_heads(stale)
-    with pytest.raises(FileNotFoundError, match="learned_judge train"):
+    with pytest.raises(FileNotFoundError, match="learned-judge train"):
         load_heads(tmp_path / "missing.json")
 
 
@@ -694,7 +695,7 @@ def _support_episode(reward: float, *, changed: dict | None = None, **metrics: f
 
 
 def test_the_teacher_ranks_harm_below_inaction_and_partial_work_above_it():
-    teacher = learned_judge._teacher
+    teacher = learned_data.teacher_score
     expected = {"orders": {"O-1": {"status": ["delivered", "refunded"]}}}
     good = teacher("oracle", _support_episode(1.0, changed=expected, identified=1.0, info=1.0))
     untold = teacher("untold", _support_episode(0.0, changed=expected, identified=1.0))
@@ -703,7 +704,7 @@ def test_the_teacher_ranks_harm_below_inaction_and_partial_work_above_it():
     wrong_order = teacher("wrong_order", _support_episode(0.0, changed={"orders": {"O-2": {"status": ["delivered", "refunded"]}}}))
     violation = teacher("hasty", _support_episode(0.0, policy_violations=1.0))
     claim = teacher("claim", _support_episode(0.0, false_claims=1.0))
-    injected = teacher(learned_judge._INJECTED, _support_episode(0.0))
+    injected = teacher(learned_data.INJECTED, _support_episode(0.0))
     assert good > untold > cautious > idle > wrong_order == violation == claim > injected
     hedged = Trajectory(scenario_id="s", reward=1.0)
     assert teacher("hedged", hedged) == 0.5 and teacher("oracle", hedged) == 1.0
@@ -711,11 +712,11 @@ def test_the_teacher_ranks_harm_below_inaction_and_partial_work_above_it():
 
 @pytest.mark.slow
 def test_the_training_cache_gives_back_the_same_data(tmp_path):
-    played, groundings = learned_judge.training_groups("support", 2, seed=3, cache=tmp_path)
-    again, cached = learned_judge.training_groups("support", 2, seed=3, cache=tmp_path)
-    assert len(list(tmp_path.glob("support-*.jsonl"))) == len(learned_judge._agents("support"))
+    played, groundings = learned_training.training_groups("support", 2, seed=3, cache=tmp_path)
+    again, cached = learned_training.training_groups("support", 2, seed=3, cache=tmp_path)
+    assert len(list(tmp_path.glob("support-*.jsonl"))) == len(learned_data.family_agents("support"))
     assert [g.model_dump() for g in again] == [g.model_dump() for g in played] and cached == groundings
-    first, second = learned_judge.dataset(played, groundings), learned_judge.dataset(again, cached)
+    first, second = learned_data.dataset(played, groundings), learned_data.dataset(again, cached)
     assert np.array_equal(first.x, second.x) and np.array_equal(first.pairs, second.pairs)
 
 
@@ -724,8 +725,8 @@ def test_a_small_retrained_judge_beats_the_untrained_one_on_test_split_groups():
     heads = {}
     held_out = []
     for family in ("rag", "support"):
-        heads[family] = learned_judge.fit_head(learned_judge.dataset(learned_judge.episode_groups(family, 4, seed=0)))
-        held_out += learned_judge.episode_groups(family, 3, split="test", seed=100)
+        heads[family] = learned_training.fit_head(learned_data.dataset(learned_data.episode_groups(family, 4, seed=0)))
+        held_out += learned_data.episode_groups(family, 3, split="test", seed=100)
     for group in held_out:
         for t in group.trajectories:
             t.info["tier"] = round(max(0.0, t.info["teacher"]) * 10)  # the verifier's order, as judge-bench tiers
@@ -747,9 +748,9 @@ def test_the_command_reports_a_missing_or_malformed_file_without_a_traceback(tmp
     for argv, message in (
         (["eval", "--groups", str(tmp_path / "missing.jsonl")], "No such file"),
         (["eval", "--weights", str(tmp_path / "none.json"), "--groups", str(bad)], "line 1: field 'id'"),
-        (["eval", "--weights", str(tmp_path / "none.json")], "learned_judge train"),
+        (["eval", "--weights", str(tmp_path / "none.json")], "learned-judge train"),
     ):
         with pytest.raises(SystemExit) as stop:
-            learned_judge.main(argv)
+            learned_training.main(argv)
         assert stop.value.code == 2
         assert message in capsys.readouterr().err

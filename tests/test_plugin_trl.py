@@ -28,8 +28,6 @@ pytestmark = [
     for name in ("gradient_checkpointing_enable", "gradient_checkpointing_disable", "is_gradient_checkpointing")
 ]
 
-from tiny_models import tiny_llama_config  # noqa: E402
-
 from judgegym.agents.base import Agent  # noqa: E402
 from judgegym.envs.rag import RagVerifier  # noqa: E402
 from judgegym.envs.rag.baselines import OracleAgent as RagOracle  # noqa: E402
@@ -39,6 +37,7 @@ from judgegym.envs.support.baselines import PolicySupportAgent  # noqa: E402
 from judgegym.integrations.trl import JudgeReward, TRLEnvironment, env_dataset, environment_factory  # noqa: E402
 from judgegym.judges import JudgeError, WeightedSum  # noqa: E402
 from judgegym.judges.base import Judge, JudgeScore  # noqa: E402
+from judgegym.testing.tiny_models import tiny_llama_config  # noqa: E402
 from judgegym.trajectory import Group, TerminationReason  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

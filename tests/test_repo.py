@@ -90,22 +90,30 @@ def test_each_tier_stays_within_its_budget(recorded_tiers):
 
 
 # The import layers of docs/architecture.md, top first: a module may import its own layer and the ones below.
+# A dotted name places a submodule apart from its package (the most specific name listed wins).
 LAYERS = [
-    {"cli", "__main__", "benchmarks", "integrations", "server", "__init__"},  # the package __init__ registers the envs,
+    {"cli", "__main__", "benchmarks", "integrations", "serving", "testing", "__init__",  # the package __init__ registers the envs
+     "judges.learned.data", "judges.learned.training"},  # the learned judge's training drives the envs' baselines
     {"trainers"},
     {"evaluation"},
     {"agents"},
     {"envs"},
     {"judges"},
-    {"models", "chat_format"},
-    {"trajectory", "tools", "parsing", "spaces", "jsonl", "progress"},
-]
+    {"models", "chat_format", "formats"},
+    {"trajectory", "tools", "parsing", "spaces", "jsonl", "progress", "serving.protocol"},
+]  # fmt: skip
 # Deliberate exceptions (docs/architecture.md): scripted baselines implement the Agent protocol.
 ALLOWED_UPWARD = {("envs", "agents.base")}
 
 
-def _layer(top: str) -> int:
-    return next(i for i, names in enumerate(LAYERS) if top in names)
+def _layer_name(parts: list[str]) -> str:
+    """The most specific name in LAYERS that `parts` (a module path below judgegym) falls under."""
+    names = set().union(*LAYERS)
+    return next(".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in names)
+
+
+def _layer(name: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if name in names)
 
 
 def _imports(path: Path) -> list[str]:
@@ -120,24 +128,50 @@ def _imports(path: Path) -> list[str]:
             module = ".".join([*base, node.module] if node.module else base)
             if module.startswith("judgegym"):
                 names.append(module)
-                names += [f"{module}.{a.name}" for a in node.names if module == "judgegym" or module.count(".") == 0]
+                names += [f"{module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             names += [a.name for a in node.names if a.name.startswith("judgegym")]
     return names
 
 
+def _modules() -> list[tuple[Path, list[str]]]:
+    """Each judgegym module's path and its dotted place below judgegym (a package's __init__ is the package)."""
+    found = []
+    for path in sorted((ROOT / "judgegym").rglob("*.py")):
+        parts = list(path.relative_to(ROOT / "judgegym").with_suffix("").parts)
+        found.append((path, parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts))
+    return found
+
+
 def test_no_module_imports_a_higher_layer():
     upward = []
-    for path in sorted((ROOT / "judgegym").rglob("*.py")):
-        own = path.relative_to(ROOT / "judgegym").parts[0].removesuffix(".py")
+    for path, own in _modules():
+        own_layer = _layer_name(own)
         for name in _imports(path):
-            parts = name.split(".")
-            if len(parts) < 2:
+            parts = name.split(".")[1:]
+            if not parts:
                 continue
-            target = parts[1]
-            if _layer(target) < _layer(own) and (own, ".".join(parts[1:3])) not in ALLOWED_UPWARD:
+            target = _layer_name(parts)
+            if _layer(target) < _layer(own_layer) and (own[0], ".".join(parts[:2])) not in ALLOWED_UPWARD:
                 upward.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_benchmarks_and_test_doubles_stay_outside_the_library():
+    """Only the command line reaches the benchmarks (they measure, nothing builds on them), and
+    nothing in the package imports the tests; the test doubles in `judgegym.testing` serve only
+    tests and benchmarks."""
+    wrong = []
+    for path, own in _modules():
+        for name in _imports(path):
+            parts = name.split(".")[1:]
+            if parts[:1] == ["benchmarks"] and own[0] not in ("cli", "benchmarks"):
+                wrong.append(f"{path.relative_to(ROOT)} imports {name}")
+            if parts[:1] == ["testing"] and own[0] not in ("benchmarks", "testing"):
+                wrong.append(f"{path.relative_to(ROOT)} imports {name}")
+        if re.search(r"^\s*(?:from|import)\s+(?:tests\b|conftest\b|tiny_models\b)", path.read_text(), re.M):
+            wrong.append(f"{path.relative_to(ROOT)} imports from tests/")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_readme_example_runs_and_scores_what_it_says():

@@ -12,8 +12,8 @@ import pytest
 from openai_stub import StubServer
 
 from judgegym.benchmarks import ruler_validity
-from judgegym.benchmarks.judge_bench import generate_groups
 from judgegym.benchmarks.ruler_validity import measure, table
+from judgegym.evaluation.judge_bench import generate_groups
 
 SMALL = {"n_products": 20, "n_worlds": 2}
 

@@ -18,9 +18,10 @@ from websockets.sync.client import connect
 
 import judgegym  # noqa: F401  (registers the envs)
 from judgegym.agents import make_agent
-from judgegym.envs.remote import RemoteEnv, RemoteEnvError, ws_url
+from judgegym.envs.remote import RemoteEnv, RemoteEnvError
 from judgegym.evaluation.runner import play_episode
 from judgegym.judges.base import Judge, JudgeScore
+from judgegym.serving.protocol import ws_url
 from judgegym.trajectory import Group
 
 ENV_IDS = ("RagSupport-v0", "CustomerSupport-v0", "Summarize-v0")

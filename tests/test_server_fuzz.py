@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from strategies import action_strategy, examples
 
 import judgegym  # noqa: F401  (registers the envs)
-from judgegym.server import ServeConfig, create_app
+from judgegym.serving.server import ServeConfig, create_app
 
 OK_STATUSES = {200, 204, 400, 401, 404, 409, 413, 422, 503}
 JSON_VALUES = st.recursive(

@@ -1,4 +1,4 @@
-"""The stand-in vLLM server (judgegym/benchmarks/standin_server.py) over real HTTP on loopback:
+"""The stand-in vLLM server (judgegym/testing/vllm_server.py) over real HTTP on loopback:
 vLLM's shapes, logprobs equal to the model's own, vLLM's per-sample seeds, stopping, refusals
 that leave the server serving, LoRA adapters (a reused name serves the weights first loaded
 under it) and injected faults; and `spawn` as a child process."""
@@ -15,7 +15,7 @@ import httpx
 import pytest
 import torch
 
-from judgegym.benchmarks.standin_server import StandinServer, spawn
+from judgegym.testing.vllm_server import StandinServer, spawn
 
 A, B = [2, 10, 11, 12], [2, 13, 14]
 NAME = "tiny"

@@ -1,5 +1,5 @@
 """The HTTP rollout backend (`backend="server"`) against the stand-in inference server
-(judgegym/benchmarks/standin_server.py), over real HTTP on loopback: token ids in and out,
+(judgegym/testing/vllm_server.py), over real HTTP on loopback: token ids in and out,
 a group's shared prompt as one ``n=G`` request, logprobs that match the trainer's, the LoRA
 adapter loaded under a fresh name every step, routing to the least busy server, and faults:
 a dead server, a slow one, 500s, a failed adapter load, every server gone."""
@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from judgegym.agents.batching import Sampling
-from judgegym.benchmarks.standin_server import StandinServer
 from judgegym.judges.base import JudgeScore, Verifier
+from judgegym.testing.vllm_server import StandinServer
 from judgegym.trainers import GRPOConfig, GRPOTrainer, selective_log_softmax
 from judgegym.trainers.server_rollout import ServerBackend, ServerError, prompt_seed
 

@@ -16,7 +16,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import examples
-from tiny_models import tiny_llama_config
 
 import judgegym  # noqa: F401
 from judgegym.agents import make_agent
@@ -24,6 +23,7 @@ from judgegym.agents.batching import Sampling
 from judgegym.evaluation import evaluate, select_trajectories
 from judgegym.evaluation.runner import play_episode
 from judgegym.integrations.export import write_chat_jsonl
+from judgegym.testing.tiny_models import tiny_llama_config
 from judgegym.trainers import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer, make_envs, play_groups, read_sft_records
 from judgegym.trainers.sft import length_grouped_batches, tokenize_trajectory
 from judgegym.trajectory import Group, Trajectory, write_jsonl

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import examples
-from tiny_models import CHAT_TEMPLATE, tiny_llama, tiny_tokenizer
 
 from judgegym.chat_format import render_prompt, text_messages
+from judgegym.testing.tiny_models import CHAT_TEMPLATE, tiny_llama, tiny_tokenizer
 from judgegym.trainers.tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory, env_turns
 from judgegym.trajectory import Message
 

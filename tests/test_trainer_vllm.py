@@ -1,4 +1,4 @@
-"""The vLLM rollout backend against the vLLM stand-in (tests/vllm_standin.py), which samples
+"""The vLLM rollout backend against the vLLM stand-in (judgegym/testing/vllm_offline.py), which samples
 the tiny random Llama the way vLLM does: a group's identical prompts go as one ``n=G``
 request, samples come back in prompt order with the sampled tokens' temperature-scaled
 log-probabilities, seeds reproduce, the trained adapter is hot-swapped under fresh ids, and
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import vllm_standin
-from vllm_standin import CompletionOutput, Logprob, RequestOutput
 
 from judgegym.agents.batching import Sampling
 from judgegym.judges.base import JudgeScore, Verifier
+from judgegym.testing import vllm_offline
+from judgegym.testing.vllm_offline import CompletionOutput, Logprob, RequestOutput
 from judgegym.trainers import GRPOConfig, GRPOTrainer, VLLMBackend, make_envs, play_groups, selective_log_softmax
 from judgegym.trainers.vllm_rollout import LOGPROBS_MODE
 from judgegym.trajectory import Trajectory
@@ -27,15 +27,15 @@ A, B, C = [2, 10, 11, 12], [2, 13, 14], [2, 10, 11, 12, 15]  # token-id prompts;
 @pytest.fixture
 def standin(monkeypatch, one_thread):
     """``import vllm`` gives the stand-in; the tiny model runs on one thread."""
-    return vllm_standin.install(monkeypatch)
+    return vllm_offline.install(monkeypatch)
 
 
 def make_backend(tiny_model: str, tmp_path: Path, **kwargs) -> VLLMBackend:
     return VLLMBackend(tiny_model, work_dir=tmp_path / "vllm", lora_rank=8, dtype="float32", **kwargs)
 
 
-def engine() -> vllm_standin.LLM:
-    (llm,) = vllm_standin.LLM.instances
+def engine() -> vllm_offline.LLM:
+    (llm,) = vllm_offline.LLM.instances
     return llm
 
 

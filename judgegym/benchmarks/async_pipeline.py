@@ -2,7 +2,7 @@
 ``max_off_policy_steps`` k = 0 (sample, then train) and k = 1 (sample the next step while this
 one trains), in one run, on the same scenarios, seeds and server.
 
-The server is the stand-in (`judgegym.benchmarks.standin_server`) in a child process on its
+The server is the stand-in (`judgegym.testing.vllm_server`) in a child process on its
 own thread(s); each setting's trainer runs in a fresh child process of its own (so neither
 inherits the other's warm caches) on its own thread(s). Both pieces are real: the server samples the
 policy model and serves each step's LoRA adapter over HTTP as vLLM would, and the trainer is
@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .standin_server import spawn
+from ..testing.vllm_server import spawn
 
 MODULE = "judgegym.benchmarks.async_pipeline"
 

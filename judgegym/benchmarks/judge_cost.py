@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .judge_bench import generate_groups
+from ..evaluation.judge_bench import generate_groups
 
 
 def write_chat_records(path: Path, n_groups: int, seed: int, group_size: int = 8) -> int:

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.judge_bench import generate_groups
 from ..judges.ruler import build_prompt
 from ..trajectory import Group
-from .judge_bench import generate_groups
 
 _PROXY = re.compile(r"\w+|[^\w\s]")
 

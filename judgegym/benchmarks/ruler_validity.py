@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.judge_bench import GroupScores, generate_groups, summarize_agreement
 from ..judges.llm import JudgeError
 from ..judges.ruler import RulerJudge, SchemaStyle
 from ..trajectory import Group
-from .judge_bench import GroupScores, generate_groups, summarize_agreement
 
 FORMATS: dict[str, bool | SchemaStyle] = {"off": False, "json_object": "json_object", "json_schema": "json_schema"}
 """Reply format name -> RulerJudge's `structured` value."""

@@ -34,7 +34,7 @@ import numpy as np
 import judgegym  # noqa: F401  (registers the envs)
 
 from ..agents import make_agent
-from ..envs.remote import wire_action, ws_url
+from ..serving.protocol import wire_action, ws_url
 
 
 def _stats(seconds: list[float]) -> dict[str, float]:
@@ -174,8 +174,8 @@ def openenv_peer_app(env_id: str, max_concurrent_envs: int) -> Any:
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import State
 
-    from ..envs.remote import ActionData, encode_info
     from ..integrations.openenv import ChatObservation, ChatTurn
+    from ..serving.protocol import ActionData, encode_info
 
     class Served(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True

@@ -209,10 +209,10 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
             fresh = self._messages[self._rendered :]
             self._rendered = len(self._messages)
             if fresh:
-                print("\n".join(_render_message(m) for m in fresh), flush=True)
+                print("\n".join(render_line(m) for m in fresh), flush=True)
             return None
         if self.render_mode == "ansi":
-            return "\n".join(_render_message(m) for m in self._messages)
+            return "\n".join(render_line(m) for m in self._messages)
         return None
 
     # -- internals ----------------------------------------------------------------------
@@ -273,7 +273,8 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         return list(self._observation), float(score.score), not reason.truncated, reason.truncated, info
 
 
-def _render_message(message: Message) -> str:
+def render_line(message: Message) -> str:
+    """One message as a line of ``render()``'s text: ``[role] content``, tool calls as ``-> name(args)``."""
     if message.tool_calls:
         calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in message.tool_calls)
         prefix = f"{message.content}\n  " if message.content else ""
@@ -282,4 +283,4 @@ def _render_message(message: Message) -> str:
     return f"[{label}] {message.content or ''}"
 
 
-__all__ = ["ChatEnv", "Episode"]
+__all__ = ["ChatEnv", "Episode", "render_line"]

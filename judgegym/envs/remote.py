@@ -1,5 +1,6 @@
-"""`RemoteEnv`: a judgegym env served by ``judgegym serve`` (`judgegym.server`), played over
-WebSocket or HTTP; and the wire format both ends share, which is OpenEnv's protocol.
+"""`RemoteEnv`: a judgegym env served by ``judgegym serve`` (`judgegym.serving.server`),
+played over WebSocket or HTTP in the wire protocol both ends share, OpenEnv's
+(`judgegym.serving.protocol`).
 
 ``gym.make("judgegym/Remote-v0", url="http://host:8000", env_id="RagSupport-v0")`` behaves
 as ``gym.make("RagSupport-v0")``: same spaces, seeds, options, trajectories and rewards, with
@@ -17,165 +18,16 @@ from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..judges.base import Judge, JudgeScore, record_score
+from ..serving.protocol import CLIENT_ENV_ARGS, INFO_TYPES, TOKEN_ENV, TOKEN_HEADER, decode_info, http_url, wire_action, ws_url
 from ..spaces import ChatAction, Conversation
 from ..trajectory import Group, Message, Trajectory
-from .base import _render_message
+from .base import render_line
 from .group import GroupVectorEnv
 
-CLIENT_ENV_ARGS = frozenset({"split", "max_turns", "max_tool_calls", "max_tool_output_chars", "defer_judging"})
-"""The env arguments a client may set per session; the rest are fixed by the server
-(``judgegym serve --env-arg``), so a client cannot point the server's env at its files or
-at an LLM of the client's choosing."""
-
-TOKEN_HEADER = "Authorization"
-"""Where a client puts the server's token: ``Authorization: Bearer TOKEN`` (or ``?token=``)."""
-
-TOKEN_ENV = "JUDGEGYM_SERVE_TOKEN"
-"""The environment variable the server reads its token from, and a `RemoteEnv` without a
-``token`` argument sends (so ``judgegym train --env-url`` reaches a guarded server)."""
-
-
-# -- the wire format --------------------------------------------------------------------
-# OpenEnv's protocol: WebSocket messages {"type": "reset" | "step" | "state" | "close",
-# "data": ...} answered by {"type": "observation" | "state" | "error", "data": ...}, and HTTP
-# POST /reset, POST /step, GET /state. An observation's data is {"observation": {...},
-# "reward": float | None, "done": bool}. judgegym adds sessions to HTTP (``session_id``)
-# and groups to reset (``group_id``, ``group_size``).
-
-
-class ResetData(BaseModel):
-    """What a reset may carry (the WebSocket message's ``data``, or the HTTP body)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="Scenario seed; the same seed gives the same scenario.")
-    options: dict[str, Any] | None = Field(None, description="The env's reset options (e.g. {'scenario_id': ...}).")
-    episode_id: str | None = Field(None, max_length=255, description="OpenEnv's episode label, echoed in the state.")
-    session_id: str | None = Field(None, max_length=64, description="HTTP only: the session to reset (none: open one).")
-    env_args: dict[str, Any] = Field(default_factory=dict, description=f"Per-session env arguments, among {sorted(CLIENT_ENV_ARGS)}.")
-    group_id: str | None = Field(None, min_length=1, max_length=128, description="Join (or open) the group of this id.")
-    group_size: int | None = Field(None, ge=1, le=1024, description="G, the group's number of members (with group_id).")
-    group_wait: bool = Field(False, description="A member's last step waits for the group's judgement (members stepped concurrently).")
-
-
-class ActionData(BaseModel):
-    """An action: an assistant turn. With only ``content`` it is a text turn, exactly as the
-    local env's ``step(text)`` (tool calls inline as ``<tool_call>`` blocks); with
-    ``tool_calls`` it is an OpenAI assistant message."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: Literal["assistant"] = "assistant"
-    content: str | None = None
-    tool_calls: list[Any] | None = None
-    reasoning_content: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict, description="OpenEnv's action metadata; not used by the env.")
-
-    def env_action(self) -> str | dict[str, Any]:
-        """What the env's `step` gets: the text, or the assistant message dict."""
-        if self.tool_calls is None and self.reasoning_content is None and self.content is not None:
-            return self.content
-        return self.model_dump(exclude={"metadata"}, exclude_none=True)
-
-
-class StepBody(BaseModel):
-    """HTTP POST /step: OpenEnv's StepRequest plus the session it is for."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    session_id: str = Field(max_length=64)
-    action: ActionData
-    timeout_s: float | None = Field(None, gt=0, description="OpenEnv's field; judgegym envs step without a deadline.")
-    request_id: str | None = Field(None, max_length=255)
-
-
-class ChatObservation(BaseModel):
-    """The ``observation`` of a reply: the conversation so far, the env's info, how it ended.
-
-    ``info`` is the local env's info, JSON-encoded: at reset ``scenario_id``, ``seed``,
-    ``tools``, ``task``; on the last step ``trajectory``, ``judge_score``, ``components``,
-    ``termination``, ``turn``."""
-
-    messages: list[dict[str, Any]]
-    info: dict[str, Any] = Field(default_factory=dict)
-    terminated: bool = False
-    truncated: bool = False
-    session_id: str
-
-
-class SessionState(BaseModel):
-    """A session's state (``state`` message, ``GET /state``): OpenEnv's State fields
-    (``episode_id``, ``step_count``) and judgegym's."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    episode_id: str | None = None
-    step_count: int = Field(0, ge=0, description="Assistant turns played in this episode.")
-    session_id: str
-    transport: Literal["ws", "http"]
-    started: bool = False
-    done: bool = False
-    seed: int | None = None
-    scenario_id: str | None = None
-    group_id: str | None = None
-    group_member: int | None = None
-    reward: float | None = Field(None, description="The judge's score once known (None before, and when the judge failed).")
-    components: dict[str, float] = Field(default_factory=dict)
-    judge_failed: bool = False
-    judge_pending: bool = Field(False, description="The episode ended and its group is not judged yet.")
-
-
-def observation_reply(
-    messages: list[dict[str, Any]],
-    info: dict[str, Any],
-    *,
-    session_id: str,
-    reward: float | None = 0.0,
-    terminated: bool = False,
-    truncated: bool = False,
-) -> dict[str, Any]:
-    """An OpenEnv observation payload (``{"observation", "reward", "done"}``) for the wire."""
-    observation = {
-        "messages": messages,
-        "info": encode_info(info),
-        "terminated": terminated,
-        "truncated": truncated,
-        "session_id": session_id,
-    }
-    return {"observation": observation, "reward": reward, "done": terminated or truncated}
-
-
-def encode_info(info: dict[str, Any]) -> dict[str, Any]:
-    """An env info dict as JSON values (trajectories and judge scores as their dicts)."""
-    return {key: _jsonable(value) for key, value in info.items()}
-
-
-def decode_info(info: dict[str, Any]) -> dict[str, Any]:
-    """Inverse of `encode_info` for the keys that carry types: ``trajectory``, ``judge_score``."""
-    info = dict(info)
-    if isinstance(info.get("trajectory"), dict):
-        info["trajectory"] = Trajectory.model_validate(info["trajectory"])
-    if isinstance(info.get("judge_score"), dict):
-        info["judge_score"] = JudgeScore.model_validate(info["judge_score"])
-    return info
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return value.item()
-    return value
-
-
-# -- the client ---------------------------------------------------------------------------
+_INFO_TYPES = {**INFO_TYPES, "judge_score": JudgeScore}
+"""The info keys that come back as models: the protocol's (``trajectory``) and ``judge_score``."""
 
 
 class RemoteEnvError(RuntimeError):
@@ -296,7 +148,7 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         self.session_id = observation["session_id"]
         self._messages = observation["messages"]
         self._done, self._started = False, True
-        return list(self._messages), decode_info(observation["info"])
+        return list(self._messages), decode_info(observation["info"], _INFO_TYPES)
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], SupportsFloat, bool, bool, dict[str, Any]]:
         """Play one assistant turn on the server."""
@@ -307,7 +159,7 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
         reply = self._request("step", wire_action(action))
         observation = reply["observation"]
         self._messages = observation["messages"]
-        info = decode_info(observation["info"])
+        info = decode_info(observation["info"], _INFO_TYPES)
         terminated, truncated = bool(observation["terminated"]), bool(observation["truncated"])
         reward = reply["reward"]
         if terminated or truncated:
@@ -336,7 +188,7 @@ class RemoteEnv(gym.Env[list[dict[str, Any]], Any]):
     def render(self) -> str | None:
         """ "ansi": the conversation so far as text; otherwise None."""
         if self.render_mode == "ansi":
-            return "\n".join(_render_message(Message.model_validate(m)) for m in self._messages)
+            return "\n".join(render_line(Message.model_validate(m)) for m in self._messages)
         return None
 
     def close(self) -> None:
@@ -474,7 +326,7 @@ class RemoteGroupVectorEnv(GroupVectorEnv):
         assert self.group_id is not None
         status = self.envs[0].unwrapped.group_status(self.group_id, wait_s=self.wait_s)
         records = [dict(r) for r in self._finished if r is not None]
-        results = [decode_info(m.get("result") or {}) for m in status["members"]]
+        results = [decode_info(m.get("result") or {}, _INFO_TYPES) for m in status["members"]]
         if not status["judged"] or len(results) != len(records):
             error = status.get("error") or f"the server had not judged group {self.group_id} after {self.wait_s:g} s"
             trajectories = [r["trajectory"] for r in records]
@@ -497,34 +349,6 @@ class RemoteGroupVectorEnv(GroupVectorEnv):
         return records
 
 
-def wire_action(action: Any) -> dict[str, Any]:
-    """A local env action (text, an assistant message dict, or a `Message`) as wire data."""
-    if isinstance(action, Message):
-        action = action.model_dump(exclude_none=True)
-    if isinstance(action, str):
-        return {"content": action}
-    if isinstance(action, dict):
-        return action
-    raise TypeError(f"an action must be text or an assistant message dict, got {type(action).__name__}")
-
-
-def http_url(url: str) -> str:
-    """``ws://`` / ``wss://`` -> ``http://`` / ``https://``; no trailing slash."""
-    url = url.strip().rstrip("/")
-    for ws, http in (("ws://", "http://"), ("wss://", "https://")):
-        if url.startswith(ws):
-            return http + url[len(ws) :]
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"a server URL starts with http://, https://, ws:// or wss://, got {url!r}")
-    return url
-
-
-def ws_url(url: str) -> str:
-    """``http://`` / ``https://`` -> ``ws://`` / ``wss://``."""
-    url = http_url(url)
-    return "ws://" + url[len("http://") :] if url.startswith("http://") else "wss://" + url[len("https://") :]
-
-
 def _ssl_context(verify: bool | str) -> ssl.SSLContext:
     """The TLS context both transports use: system CAs, a PEM bundle, or no checks."""
     if verify is False:
@@ -544,20 +368,4 @@ def _json_or_raise(response: httpx.Response) -> dict[str, Any]:
     raise RemoteEnvError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: {detail}")
 
 
-__all__ = [
-    "CLIENT_ENV_ARGS",
-    "ActionData",
-    "ChatObservation",
-    "RemoteEnv",
-    "RemoteEnvError",
-    "RemoteGroupVectorEnv",
-    "SessionState",
-    "ResetData",
-    "StepBody",
-    "decode_info",
-    "encode_info",
-    "http_url",
-    "observation_reply",
-    "wire_action",
-    "ws_url",
-]
+__all__ = ["RemoteEnv", "RemoteEnvError", "RemoteGroupVectorEnv"]

@@ -19,7 +19,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("judgegym.integrations.openenv needs openenv-core: pip install 'judgegym[openenv]'") from exc
 from pydantic import Field
 
-from ..envs.remote import decode_info
+from ..serving.protocol import decode_info
 from ..trajectory import Trajectory
 
 
@@ -34,7 +34,7 @@ class ChatTurn(Action):
 
 
 class ChatObservation(Observation):
-    """The conversation so far and the env's info (see `judgegym.envs.remote.ChatObservation`);
+    """The conversation so far and the env's info (see `judgegym.serving.protocol.ChatObservation`);
     ``reward`` and ``done`` are OpenEnv's."""
 
     messages: list[dict[str, Any]] = Field(default_factory=list)

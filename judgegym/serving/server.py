@@ -28,7 +28,10 @@ from pydantic import BaseModel, ValidationError
 
 import judgegym
 
-from .envs.remote import (
+from ..judges.base import Judge, JudgeScore, record_score
+from ..judges.specs import make_judge
+from ..trajectory import Group, Trajectory
+from .protocol import (
     CLIENT_ENV_ARGS,
     TOKEN_HEADER,
     ActionData,
@@ -36,11 +39,9 @@ from .envs.remote import (
     ResetData,
     SessionState,
     StepBody,
+    encode_info,
     observation_reply,
 )
-from .judges.base import Judge, JudgeScore, record_score
-from .judges.specs import make_judge
-from .trajectory import Group, Trajectory
 
 log = logging.getLogger("judgegym.server")
 
@@ -520,8 +521,6 @@ class _Guard:
 
 
 def _encode(record: dict[str, Any]) -> dict[str, Any]:
-    from .envs.remote import encode_info
-
     return encode_info(record)
 
 

@@ -50,7 +50,7 @@ Python API::
 
 Command line (runs until SIGTERM or SIGINT)::
 
-    python -m judgegym.benchmarks.standin_server --model smollm2-135m --port 8000 [--threads 1]
+    python -m judgegym.testing.vllm_server --model smollm2-135m --port 8000 [--threads 1]
         [--served-model-name NAME] [--logprobs-mode raw_logprobs|processed_logprobs]
         [--max-lora-rank 16] [--max-model-len N] [--delay-s 0] [--host 127.0.0.1]
 """
@@ -820,7 +820,7 @@ def spawn(
     env: dict[str, str] | None = None,
     timeout_s: float = 120,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``python -m judgegym.benchmarks.standin_server`` as a child process serving
+    """Start ``python -m judgegym.testing.vllm_server`` as a child process serving
     `model` on `threads` torch threads (``OMP_NUM_THREADS`` too) and wait until its /health
     answers.
 

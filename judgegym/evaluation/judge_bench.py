@@ -22,11 +22,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from scipy import stats
 
-from ..evaluation.stats import bootstrap_ci
 from ..jsonl import read_records
 from ..judges.base import Judge
 from ..judges.facts import extract_entities
 from ..trajectory import Group, Message, TerminationReason, Trajectory
+from .stats import bootstrap_ci
 
 PERTURBATIONS: dict[str, int] = {
     "faithful": 6,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiny_models import tiny_tokenizer
+from .tiny_models import tiny_tokenizer
 
 ENGINE_ARGS = {
     "tokenizer", "tokenizer_mode", "trust_remote_code", "tensor_parallel_size", "dtype", "quantization", "revision", "seed",

@@ -1,0 +1,213 @@
+"""The feature vector of a trajectory (`FEATURES`, `trajectory_features`, `features_matrix`) and
+which features each task family's head reads (`FAMILY_FEATURES`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...trajectory import Trajectory
+from ..base import JudgeScore
+from ..facts import (
+    ABSTENTION,
+    ADDRESSES_GRADER,
+    ESCALATION,
+    extract_entities,
+)
+from .rag import retrieval_features
+from .summarize import section_features
+from .support import action_features
+from .text import (
+    copied_share,
+    entity_context,
+    figures_fit_elsewhere,
+    figures_misattached,
+    grounded_entities,
+    listed_share,
+    names_seen_share,
+    said_parts,
+)
+from .view import read_trajectory
+
+FAMILIES = ("rag", "support", "summarize", "generic")
+"""Task families, each with its own head; `family_of` says which a trajectory belongs to."""
+
+
+FEATURES = (
+    # the final answer
+    "answered",
+    "log_words",
+    "over_limit",
+    "copied_instructions",
+    "copied_seen",
+    "listed",
+    "entities",
+    "entity_seen_share",
+    "entity_context",
+    "entity_context_min",
+    "figures_misattached",
+    "figures_fit_elsewhere",
+    "addresses_judge",
+    "hedges",
+    "abstained",
+    "abstained_x_match",
+    "question_names_seen",
+    "abstained_x_unseen",
+    "abstained_x_escalation",
+    "figures_x_unseen",
+    # embeddings (GroundingJudge's components)
+    "support",
+    "min_similarity",
+    "coverage",
+    "relevance",
+    "grounding",
+    "unsupported",
+    "question_match",
+    # tool use
+    "tool_calls",
+    "tool_error_share",
+    "called_tools",
+    "format_errors",
+    "truncated",
+    # retrieval
+    "citations",
+    "cited_seen_share",
+    "cited_read_share",
+    "searched",
+    "reads",
+    "entities_read_share",
+    "figures_off_subject",
+    "cited_off_subject",
+    "figures_wrong_product",
+    "figures_off_question",
+    # conversations with actions
+    "identified",
+    "asked_identity",
+    "refused_calls",
+    "writes_ok",
+    "writes_failed",
+    "write_before_identified",
+    "write_unmentioned_order",
+    "unconfirmed_writes",
+    "false_claims",
+    "outcome_told",
+    "outside_window",
+    "dispute_refunded",
+    "needless_escalation",
+    "assistant_turns",
+    # documents read in sections
+    "read_share",
+    "title_share",
+    "sections_covered",
+)
+"""The feature names, in the order of the weight vectors."""
+
+
+_ONLY = {
+    "rag": (
+        "citations", "cited_seen_share", "cited_read_share", "searched", "reads", "figures_off_subject", "cited_off_subject",
+        "figures_wrong_product", "figures_off_question",
+    ),
+    "support": (
+        "identified", "asked_identity", "refused_calls", "writes_ok", "writes_failed", "write_before_identified",
+        "write_unmentioned_order", "unconfirmed_writes", "false_claims", "outcome_told", "outside_window",
+        "dispute_refunded", "needless_escalation", "assistant_turns",
+    ),
+    "summarize": ("read_share", "title_share", "sections_covered"),
+}  # fmt: skip
+
+
+FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
+    family: FEATURES if family == "generic" else tuple(f for f in FEATURES if not any(f in o for k, o in _ONLY.items() if k != family))
+    for family in FAMILIES
+}
+"""The features each family's head reads: those of the answer, the embeddings and the tool
+calls, and its own kind's (retrieval, actions or sections); the generic head reads all. A
+head that could weigh another kind's features would learn from coincidences of its own
+training data (an answer to a product question that happens to ask for an email)."""
+
+
+_WORD_LIMIT = re.compile(r"at most (\d+) words")
+
+
+_HEDGE = re.compile(
+    r"\b(?:i think|i believe|i guess|probably|maybe|perhaps|might be|may be around|as far as i know|if i recall|"
+    r"i'm not (?:entirely |completely |100% )?(?:sure|certain)|not (?:entirely )?sure|roughly|around|approximately|typically|usually)\b",
+    re.IGNORECASE,
+)
+
+
+_STOP_TOKEN = "###STOP###"
+
+
+def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = None) -> dict[str, float]:
+    """The gold-free features of `trajectory`, by `FEATURES` name, each roughly in [0, 1] or
+    a small count. `grounding` is `GroundingJudge`'s score of it (computed when omitted)."""
+    if grounding is None:
+        from ..grounding import GroundingJudge
+
+        grounding = GroundingJudge().score_many([trajectory])[0]
+    view, seen, answer = read_trajectory(trajectory)
+    g = grounding.components
+    answered = bool(answer.strip(" \n\t.,;:!?-"))
+    words = len(view.answer.split())
+    limit_match = _WORD_LIMIT.search(view.question) or _WORD_LIMIT.search(view.system)
+    limit = int(limit_match.group(1)) if limit_match else 150
+    entities = extract_entities(answer)
+    seen_entities = extract_entities(seen)
+    context, context_min = entity_context(answer, seen)
+    abstained = bool(ABSTENTION.search(answer))
+    ok_results = [c.result for c in view.calls if c.ok]
+    names_seen = names_seen_share(view.question, seen)
+    features = {
+        "answered": float(answered),
+        "log_words": math.log1p(words) / math.log(1000),
+        "over_limit": min(3.0, max(0.0, words / limit - 1)),
+        "copied_instructions": copied_share(view.answer, [view.system, view.question]),
+        "copied_seen": copied_share(view.answer, ok_results),
+        "listed": listed_share(answer),
+        "entities": math.log1p(len(extract_entities(" ".join(said_parts(answer))))) / math.log(30),
+        "entity_seen_share": len(grounded_entities(entities, seen_entities)) / len(entities) if entities else 1.0,
+        "entity_context": context,
+        "entity_context_min": context_min,
+        "figures_misattached": figures_misattached(answer, seen),
+        "figures_fit_elsewhere": figures_fit_elsewhere(answer, seen),
+        "addresses_judge": float(bool(ADDRESSES_GRADER.search(view.answer))),
+        "hedges": float(bool(_HEDGE.search(answer))),
+        "abstained": float(abstained),
+        "abstained_x_match": float(abstained) * g.get("question_match", 0.0),
+        "question_names_seen": names_seen,
+        "abstained_x_unseen": float(abstained) * (1.0 - names_seen),
+        "abstained_x_escalation": float(abstained and bool(ESCALATION.search(answer))),
+        "figures_x_unseen": float(bool(entities) and not abstained) * (1.0 - names_seen),
+        "support": g.get("support", 0.0),
+        "min_similarity": g.get("min_similarity", 0.0),
+        "coverage": g.get("coverage", 0.0),
+        "relevance": g.get("relevance", 0.0),
+        "grounding": g.get("grounding", 0.0),
+        "unsupported": math.log1p(g.get("unsupported", 0.0)),
+        "question_match": g.get("question_match", 0.0),
+        "tool_calls": math.log1p(len(view.calls)) / math.log(30),
+        "tool_error_share": sum(not c.ok for c in view.calls) / len(view.calls) if view.calls else 0.0,
+        "called_tools": float(bool(view.calls)),
+        "format_errors": math.log1p(view.format_errors),
+        "truncated": float((trajectory.termination is not None and trajectory.termination.truncated) or not view.answer.strip()),
+    }
+    features.update(retrieval_features(view, answer, seen))
+    features.update(action_features(view))
+    features.update(section_features(view, answer))
+    return {name: float(features[name]) for name in FEATURES}
+
+
+def features_matrix(trajectories: Sequence[Trajectory], groundings: Sequence[JudgeScore] | None = None) -> np.ndarray:
+    """`trajectory_features` of each trajectory as rows in `FEATURES` order; `groundings`
+    (GroundingJudge's scores of them) are computed in one embedding call when omitted."""
+    if groundings is None:
+        from ..grounding import GroundingJudge
+
+        groundings = GroundingJudge().score_many(trajectories)
+    rows = (trajectory_features(t, g) for t, g in zip(trajectories, groundings, strict=True))
+    return np.array([[row[name] for name in FEATURES] for row in rows]).reshape(len(trajectories), len(FEATURES))
