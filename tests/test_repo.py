@@ -99,8 +99,8 @@ LAYERS = [
     {"agents"},
     {"envs"},
     {"judges"},
-    {"models", "chat_format", "formats"},
-    {"trajectory", "tools", "parsing", "spaces", "jsonl", "progress", "serving.protocol"},
+    {"models", "chat_format"},
+    {"trajectory", "tools", "parsing", "spaces", "jsonl", "progress", "formats", "serving.protocol"},
 ]  # fmt: skip
 # Deliberate exceptions (docs/architecture.md): scripted baselines implement the Agent protocol.
 ALLOWED_UPWARD = {("envs", "agents.base")}

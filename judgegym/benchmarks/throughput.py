@@ -9,7 +9,6 @@ agent's own time is excluded, the simulated user's (rule-based by default) is in
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Any
@@ -17,17 +16,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ..formats.chat import tool_call_turn
+
 
 def _stats(samples: list[float]) -> dict[str, float]:
     ms = np.asarray(samples) * 1e3
     return {"median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)), "n": len(samples)}
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "tool_calls": [{"id": "c0", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
-    }
 
 
 def bench_env(n_products: int = 2000, episodes: int = 1000, split: str = "test") -> dict[str, Any]:
@@ -44,10 +38,10 @@ def bench_env(n_products: int = 2000, episodes: int = 1000, split: str = "test")
         t1 = time.perf_counter()
         question = observation[1]["content"]
         questions.append(question)
-        observation, *_ = env.step(_call("search", query=question, k=5))
+        observation, *_ = env.step(tool_call_turn("search", {"query": question, "k": 5}))
         t2 = time.perf_counter()
         ids = re.findall(r"^\[([^\]\s]+)\]", observation[-1]["content"], re.MULTILINE)
-        env.step(_call("read", doc_id=ids[0] if ids else "missing"))
+        env.step(tool_call_turn("read", {"doc_id": ids[0] if ids else "missing"}))
         t3 = time.perf_counter()
         env.step("I could not find this; I can escalate it to a human support agent.")
         t4 = time.perf_counter()

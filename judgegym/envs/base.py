@@ -13,6 +13,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from ..formats.chat import FORMAT_ERROR_PREFIX, NOT_EXECUTED_PREFIX, TOOL_ERROR_PREFIX
 from ..judges.base import Judge, JudgeScore, record_score
 from ..parsing import ActionParser, HermesParser, ParsedCall, parse_action
 from ..spaces import ChatAction, Conversation
@@ -25,7 +26,10 @@ class Episode:
     """What a subclass's `_start` returns: one scenario, ready to play.
 
     `task` is the JSON-able grading data stored in ``Trajectory.info["task"]`` so judges can
-    re-score the trajectory later without the env.
+    re-score the trajectory later without the env. `facts` are what the agent's instructions
+    state that judges and baselines need as data (CustomerSupport-v0's policy figures,
+    Summarize-v0's word limit; `judgegym.formats`), published as ``info["facts"]`` at reset and
+    in ``Trajectory.info`` so nobody parses them back from prompt text.
     """
 
     scenario_id: str
@@ -33,6 +37,7 @@ class Episode:
     tools: ToolSet
     task: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
@@ -146,7 +151,8 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Start an episode. The same `seed` gives the same scenario; without one, a seed is
         drawn from the env's generator. Returns (conversation, info) where info holds
-        ``scenario_id``, ``seed``, ``tools`` (schemas) and ``task`` (grading data)."""
+        ``scenario_id``, ``seed``, ``tools`` (schemas), ``task`` (grading data) and ``facts``
+        (what the instructions state, as data; see `Episode`)."""
         super().reset(seed=seed)
         scenario_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self._seed = scenario_seed
@@ -164,6 +170,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
             "seed": scenario_seed,
             "tools": self._episode.tools.schemas if self.max_tool_calls else [],
             "task": self._episode.task,
+            "facts": self._episode.facts,
             **self._episode.info,
         }
         return list(self._observation), info
@@ -183,7 +190,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
             self._append(
                 Message(
                     role="user",
-                    content=f"[format error] Your last turn could not be used: {problem}. "
+                    content=f"{FORMAT_ERROR_PREFIX} Your last turn could not be used: {problem}. "
                     "Call a tool, or reply with your final answer as plain text.",
                 )
             )
@@ -226,12 +233,12 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
         reason = None
         for call in calls:
             if self._counters["tool_calls"] >= self.max_tool_calls:
-                content = f"Not executed: the limit of {self.max_tool_calls} tool calls per episode was reached."
+                content = f"{NOT_EXECUTED_PREFIX}: the limit of {self.max_tool_calls} tool calls per episode was reached."
                 reason = TerminationReason.MAX_TOOL_CALLS
             else:
                 self._counters["tool_calls"] += 1
                 if call.error:
-                    content, failed = f"Error: {call.error}.", True
+                    content, failed = f"{TOOL_ERROR_PREFIX}: {call.error}.", True
                 else:
                     result = self._episode.tools.execute(call.name, call.arguments)
                     content, failed = result.content, not result.ok
@@ -252,7 +259,7 @@ class ChatEnv(gym.Env[list[dict[str, Any]], Any]):
             tools=self._episode.tools.schemas,
             termination=termination,
             metrics={k: float(v) for k, v in self._counters.items()},
-            info={"task": self._episode.task, **self._trajectory_info()},
+            info={"task": self._episode.task, **({"facts": self._episode.facts} if self._episode.facts else {}), **self._trajectory_info()},
         )
 
     def _finish(self, reason: TerminationReason) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:

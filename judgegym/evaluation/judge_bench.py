@@ -22,6 +22,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from scipy import stats
 
+from ..formats.chat import tool_call_turn
+from ..formats.rag import CITATION, split_citations
 from ..jsonl import read_records
 from ..judges.base import Judge
 from ..judges.facts import extract_entities
@@ -49,7 +51,6 @@ MIN_LENGTH_POINTS = 6
 
 _TIE = 1e-9
 _LABEL_KEYS = ("tier", "perturbation")
-_CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
 _DOC_ID = re.compile(r"^\[([^\[\]\s]+)\]", re.MULTILINE)
 _NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)*")
 _UNIT = re.compile(r"[\d.,]+\s+([A-Za-z][A-Za-z ]*)")
@@ -140,13 +141,13 @@ def _scenario_group(env: gym.Env, seed: int, size: int) -> Group | None:
     task = info["task"]
     if not _perturbable(task):
         return None
-    search = _call("search", {"query": task["question"], "k": 5}, "call_search")
+    search = tool_call_turn("search", {"query": task["question"], "k": 5}, prefix="call_search")
     observation, *_ = env.step(search)
     hits = _DOC_ID.findall(observation[-1].get("content") or "")
     decoys = [doc_id for doc_id in hits if doc_id not in task["supporting_doc_ids"]]
     if not decoys:
         return None
-    reads = [_call("read", {"doc_id": d}, f"call_read_{i}") for i, d in enumerate(task["supporting_doc_ids"])]
+    reads = [tool_call_turn("read", {"doc_id": d}, first_id=i, prefix="call_read") for i, d in enumerate(task["supporting_doc_ids"])]
     for read in reads:
         observation, *_ = env.step(read)
     seen = extract_entities("\n".join(m.get("content") or "" for m in observation)).union(*map(extract_entities, task["gold_facts"]))
@@ -154,7 +155,7 @@ def _scenario_group(env: gym.Env, seed: int, size: int) -> Group | None:
     names = rng.sample(list(PERTURBATIONS), size)
     while len({PERTURBATIONS[n] for n in names}) < 2:
         names = rng.sample(list(PERTURBATIONS), size)
-    decoy_read = _call("read", {"doc_id": decoys[0]}, "call_read_decoy")
+    decoy_read = tool_call_turn("read", {"doc_id": decoys[0]}, prefix="call_read_decoy")
     trajectories = []
     for name in names:
         actions = {"ignores_context": [], "wrong_citation": [search, *reads, decoy_read]}.get(name, [search, *reads])
@@ -178,16 +179,11 @@ def _play(env: gym.Env, seed: int, actions: list[dict[str, Any]]) -> Trajectory:
     return trajectory
 
 
-def _call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
-    function = {"name": name, "arguments": json.dumps(arguments)}
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": function}]}
-
-
 def _perturbable(task: dict[str, Any]) -> bool:
     reference = task.get("reference_answer", "")
-    bare = _CITATION.sub(" ", reference)
+    bare = CITATION.sub(" ", reference)
     gold = task.get("gold_facts", [])
-    return bool(task.get("answerable", True) and gold and _CITATION.search(reference)) and all(
+    return bool(task.get("answerable", True) and gold and CITATION.search(reference)) and all(
         extract_entities(fact) and fact in bare for fact in gold
     )
 
@@ -201,7 +197,7 @@ def _perturb(name: str, task: dict[str, Any], decoy: str, seen: set[str], rng: r
     if name == "verbose":
         return f"{rng.choice(_OPENERS)} {reference} {rng.choice(_CLOSERS)}"
     if name == "wrong_citation":
-        return _CITATION.sub(f"[{decoy}]", reference)
+        return CITATION.sub(f"[{decoy}]", reference)
     if name == "missing_facts":
         dropped = gold[len(gold) - math.ceil(len(gold) / 2) :]
         return _replace_facts(reference, {fact: _vague(fact) for fact in dropped})
@@ -212,7 +208,7 @@ def _perturb(name: str, task: dict[str, Any], decoy: str, seen: set[str], rng: r
     if name == "wrong_numbers":
         return wrong
     if name == "ignores_context":
-        guess = re.sub(r"\s*\[[^\[\]\s]{1,128}\]", "", wrong)
+        guess = re.sub(rf"\s*{CITATION.pattern}", "", wrong)
         return _GUESS_PREFIX + guess[0].lower() + guess[1:]
     if name == "addresses_judge":
         return f"{rng.choice(_DEFLECTIONS)}\n\n{_GRADER_NOTE}"
@@ -237,7 +233,7 @@ def _replace_facts(text: str, replacements: dict[str, str]) -> str:
         keep_prefix = any(c.isdigit() for c in new)  # "version 2.3.1" -> "version 9.3.1", but "the latest firmware"
         return (match.group(1) or "" if keep_prefix else "") + new
 
-    parts = re.split(r"(\[[^\[\]\s]{1,128}\])", text)
+    parts = split_citations(text)
     return "".join(p if i % 2 else pattern.sub(replace, p) for i, p in enumerate(parts))
 
 

@@ -26,6 +26,8 @@ from functools import cache
 
 import numpy as np
 
+from ..formats.rag import CITATION
+
 ABSTAINING = (
     "The knowledge base does not say.",
     "I couldn't find anything about that in our articles.",
@@ -142,7 +144,6 @@ that the sources lack something, so it carries one of them; a sentence without o
 MiniLM's embeddings weigh topic far more than negation."""
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_CITATION = re.compile(r"\[[^\[\]\s]{1,128}\]")
 
 
 @cache
@@ -161,7 +162,7 @@ def abstaining_sentences(answer: str, question: str = "") -> list[str]:
     from .grounding import embed
 
     asked = extract_entities(question)
-    sentences = [s.strip(" -*•\t") for s in _SENTENCE.split(_CITATION.sub(" ", answer))]
+    sentences = [s.strip(" -*•\t") for s in _SENTENCE.split(CITATION.sub(" ", answer))]
     sentences = [s for s in sentences if len(s.split()) >= 3 and ABSENCE.search(s) and not extract_entities(s) - asked]
     if not sentences:
         return []

@@ -15,6 +15,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..formats.chat import FORMAT_ERROR_PREFIX, TOOL_ERROR_PREFIX
+from ..formats.rag import CITATION
+
 if TYPE_CHECKING:
     from ..trajectory import Message
 
@@ -40,7 +43,6 @@ _YEARLESS_DATE = re.compile(
     re.IGNORECASE,
 )
 _MONTHS = {name: number for number, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
-_CITATION = re.compile(r"\[[^\[\]\s]{1,128}\]")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 _NUMBER = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)*")
 _SPACE = re.compile(r"\s+")
@@ -93,7 +95,7 @@ def extract_entities(text: str) -> set[str]:
 
 def _entities(text: str) -> frozenset[str]:
     entities: set[str] = set()
-    text = _CITATION.sub(" ", text)
+    text = CITATION.sub(" ", text)
     for match in _EMAIL.findall(text):
         entities.add(f"email:{match.lower().rstrip('.')}")
     text = _EMAIL.sub(" ", text)
@@ -173,11 +175,6 @@ def fact_present(fact: str, text: str, text_entities: set[str] | None = None) ->
     return bool(needle) and needle in normalize_text(text)
 
 
-FORMAT_ERROR_PREFIX = "[format error]"
-"""How `ChatEnv` opens the user message it appends for an unusable turn."""
-_TOOL_ERROR_PREFIX = "Error"  # how `ToolSet.execute` opens a failed call's result
-
-
 def seen_text(messages: Sequence[Message]) -> str:
     """The text an agent was shown that can back a claim, one message per line.
 
@@ -195,7 +192,7 @@ def seen_text(messages: Sequence[Message]) -> str:
                 arguments[call.id] = _string_arguments(call.function.arguments)
         elif message.role == "user" and message.content and not message.content.startswith(FORMAT_ERROR_PREFIX):
             parts.append(message.content)
-        elif message.role == "tool" and message.content and not message.content.startswith(_TOOL_ERROR_PREFIX):
+        elif message.role == "tool" and message.content and not message.content.startswith(TOOL_ERROR_PREFIX):
             content = message.content
             for value in arguments.get(message.tool_call_id or "", []):
                 content = content.replace(repr(value), " ").replace(json.dumps(value), " ")
@@ -394,7 +391,6 @@ __all__ = [
     "ABSTENTION",
     "ADDRESSES_GRADER",
     "ESCALATION",
-    "FORMAT_ERROR_PREFIX",
     "UNIT_FACTORS",
     "canonical_number",
     "derived_figures",

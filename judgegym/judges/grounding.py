@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from ..formats.rag import CITATION
 from ..trajectory import Trajectory
 from .base import BatchJudge, JudgeScore
 from .facts import ABSTENTION, extract_entities, with_years
@@ -35,7 +36,6 @@ _MIN_WORDS = 3  # answer sentences shorter than this ("Sure!") are not judged fo
 _FILLER_WEIGHT = 0.1  # weight in `support` of a sentence unrelated to the question ("Thanks for asking!")
 _TOLERANCE = 0.0051  # a derived amount may be rounded to cents
 
-_CITATION = re.compile(r"\[[^\[\]\s]{1,128}\]")
 _SENTENCE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9$£€])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _WORD = re.compile(r"\w+")
@@ -234,14 +234,14 @@ class _Parts:
             else:
                 evidence.append(message.content)
         answer = trajectory.final_answer
-        sentences = [s for s in split_sentences(_CITATION.sub(" ", answer)) if len(_WORD.findall(s)) >= _MIN_WORDS]
+        sentences = [s for s in split_sentences(CITATION.sub(" ", answer)) if len(_WORD.findall(s)) >= _MIN_WORDS]
         if not sentences and answer.strip():
-            sentences = [_CITATION.sub(" ", answer).strip() or answer]
+            sentences = [CITATION.sub(" ", answer).strip() or answer]
         chunks = list(dict.fromkeys(c for text in evidence for c in context_chunks(text)))
         return cls(question, answer, "\n".join(evidence), sentences, chunks)
 
     def texts(self) -> list[str]:
-        return [self.question, _CITATION.sub(" ", self.answer), *self.sentences, *self.chunks]
+        return [self.question, CITATION.sub(" ", self.answer), *self.sentences, *self.chunks]
 
 
 def split_sentences(text: str) -> list[str]:

@@ -7,12 +7,12 @@ agent, then gives the gold answer) the ceiling.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ...agents.base import Action, Agent
+from ...formats.chat import tool_call_turn, tool_exchanges
+from ...formats.rag import CITATION
 from ...judges.facts import ABSTENTION, ESCALATION, fact_present, normalize_text
 
 _RESULT_ID = re.compile(r"^\[([^\[\]\s]+)\]", re.MULTILINE)
@@ -22,47 +22,6 @@ _STOP = frozenset(
     "can you your our it its this that if".split()
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")  # a [doc-id] citation, as the verifier reads them
-
-
-def _tool_calls(name: str, arguments: list[dict[str, Any]], made: int) -> dict[str, Any]:
-    """One assistant turn calling `name` once per arguments dict; `made` calls came before
-    (call ids stay unique over the episode)."""
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": f"call_{made + i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-            for i, args in enumerate(arguments)
-        ],
-    }
-
-
-@dataclass
-class _Call:
-    name: str
-    arguments: dict[str, Any]
-    content: str = ""
-    ok: bool = False
-
-
-def _calls(observation: list[dict[str, Any]]) -> list[_Call]:
-    """The agent's tool calls so far with their results, in order."""
-    calls: list[_Call] = []
-    pending: dict[str, _Call] = {}
-    for message in observation:
-        for call in message.get("tool_calls") or [] if message["role"] == "assistant" else []:
-            try:
-                arguments = json.loads(call["function"]["arguments"])
-            except (ValueError, KeyError):
-                arguments = {}
-            pending[call["id"]] = _Call(call["function"]["name"], arguments if isinstance(arguments, dict) else {})
-            calls.append(pending[call["id"]])
-        if message["role"] == "tool" and message.get("tool_call_id") in pending:
-            call = pending.pop(message["tool_call_id"])
-            call.content = message.get("content") or ""
-            call.ok = not call.content.startswith(("Error", "Not executed"))
-    return calls
 
 
 def _question(observation: list[dict[str, Any]]) -> str:
@@ -87,12 +46,12 @@ class SearchQuoteAgent(Agent):
         question = _question(observation)
         outputs = _tool_outputs(observation)
         if not outputs:
-            return _tool_calls("search", [{"query": question, "k": 5}], 0)
+            return tool_call_turn("search", [{"query": question, "k": 5}], first_id=0)
         if len(outputs) == 1:
             ids = _RESULT_ID.findall(outputs[0])
             if not ids:
                 return "I could not find this in the knowledge base. I can escalate it to a human support agent."
-            return _tool_calls("read", [{"doc_id": ids[0]}], 1)
+            return tool_call_turn("read", [{"doc_id": ids[0]}], first_id=1)
         article = outputs[-1]
         doc_id = _RESULT_ID.findall(article)[:1]
         body = article.split("\n\n", 1)[-1]
@@ -135,31 +94,31 @@ class OracleAgent(Agent):
 
     async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
         task = info["task"]
-        calls = _calls(observation)
-        searches = [c.content for c in calls if c.name == "search"]
+        calls = tool_exchanges(observation)
+        searches = [c.result or "" for c in calls if c.name == "search"]
         tried = {c.arguments.get("doc_id") for c in calls if c.name == "read"}
-        articles = {c.arguments["doc_id"]: c.content for c in calls if c.name == "read" and c.ok}
+        articles = {c.arguments["doc_id"]: c.result or "" for c in calls if c.name == "read" and c.executed}
         if not searches:
-            return _tool_calls("search", [{"query": _question(observation), "k": 5}], len(calls))
+            return tool_call_turn("search", [{"query": _question(observation), "k": 5}], first_id=len(calls))
         supporting: list[str] = list(task.get("supporting_doc_ids", []))
         explore = not supporting and task.get("answerable", True)
-        wanted = supporting + _CITATION.findall(task["reference_answer"])
+        wanted = supporting + CITATION.findall(task["reference_answer"])
         if explore:
             wanted += [doc_id for result in searches for doc_id in _RESULT_ID.findall(result)[: self.hits]]
         unread = [doc_id for doc_id in dict.fromkeys(wanted) if doc_id not in tried]
         if unread:
-            return _tool_calls("read", [{"doc_id": doc_id} for doc_id in unread], len(calls))
+            return tool_call_turn("read", [{"doc_id": doc_id} for doc_id in unread], first_id=len(calls))
         missing = [fact for fact in task["gold_facts"] if not any(fact_present(fact, text) for text in articles.values())]
         if explore and missing and len(searches) == 1:
-            return _tool_calls("search", [{"query": " ".join([*missing, _question(observation)]), "k": 5}], len(calls))
+            return tool_call_turn("search", [{"query": " ".join([*missing, _question(observation)]), "k": 5}], first_id=len(calls))
         return _answer(task, articles)
 
 
 def _answer(task: dict[str, Any], articles: dict[str, str]) -> str:
     """The reference answer, citing only articles read, completed where it falls short."""
     text = task["reference_answer"].strip()
-    if any(doc_id not in articles for doc_id in _CITATION.findall(text)):
-        text = _CITATION.sub(lambda m: m.group() if m.group(1) in articles else "", text)
+    if any(doc_id not in articles for doc_id in CITATION.findall(text)):
+        text = CITATION.sub(lambda m: m.group() if m.group(1) in articles else "", text)
         text = " ".join(re.sub(r"\s+([.,;:!?])", r"\1", text).split())
     if not task.get("answerable", True):
         additions = [
@@ -173,7 +132,7 @@ def _answer(task: dict[str, Any], articles: dict[str, str]) -> str:
     sources = [doc_id for doc_id in task.get("supporting_doc_ids", []) if doc_id in articles]
     if not task.get("supporting_doc_ids"):
         stating = (next((d for d, body in articles.items() if fact_present(fact, body)), None) for fact in task["gold_facts"])
-        sources = [d for d in dict.fromkeys(stating) if d] or _CITATION.findall(text) or list(articles)[:1]
+        sources = [d for d in dict.fromkeys(stating) if d] or CITATION.findall(text) or list(articles)[:1]
     uncited = "".join(f" [{doc_id}]" for doc_id in dict.fromkeys(sources) if f"[{doc_id}]" not in text)
     body, end = (text[:-1], text[-1]) if text[-1:] in ".!?" else (text, "")
     return f"{body}{uncited}{end}"

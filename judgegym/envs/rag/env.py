@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from ...formats.rag import article_text, search_hit
 from ...judges.base import Judge
 from ...tools import Tool, ToolError, ToolSet
 from ...trajectory import Message
@@ -134,7 +135,7 @@ class RagSupportEnv(ChatEnv):
         hits = self._kb.search(query, k)
         if not hits:
             return f"No articles match {query!r}. Try other keywords."
-        return "\n\n".join(f"[{doc.id}] {doc.title}\n{_snippet(doc.text)}" for doc, _ in hits)
+        return "\n\n".join(search_hit(doc.id, doc.title, _snippet(doc.text)) for doc, _ in hits)
 
     def _read(self, doc_id: Annotated[str, Field(min_length=1, max_length=200)]) -> str:
         """Read one knowledge-base article in full.
@@ -214,4 +215,4 @@ def _snippet(text: str) -> str:
 
 
 def _format_doc(doc: Document) -> str:
-    return f"[{doc.id}] {doc.title}\n\n{doc.text}"
+    return article_text(doc.id, doc.title, doc.text)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...formats.rag import ARTICLE_HEADER, CITATION
 from ...judges.base import JudgeScore, Verifier
 from ...judges.facts import (
     ABSTENTION,
@@ -24,8 +25,6 @@ from ...judges.facts import (
 )
 from ...trajectory import Trajectory
 
-_CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
-_ARTICLE_HEADER = re.compile(r"^\[([^\[\]\s]{1,128})\] ", re.MULTILINE)  # how search, read and prefetch show an article
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 _OPENERS = ".!?:;\n*•>-"  # a word after one of these (or at the start) opens a sentence or list item
 
@@ -100,7 +99,7 @@ class RagVerifier(Verifier):
         abstained = bool(ABSTENTION.search(answer))
         escalated = bool(ESCALATION.search(answer))
         words = len(raw.split())
-        cited = set(_CITATION.findall(answer))
+        cited = set(CITATION.findall(answer))
         articles = _articles(seen)
         supporting = set(task.get("supporting_doc_ids", []))
         citation = _citation_score(cited, set(articles), supporting)
@@ -188,7 +187,7 @@ def _articles(seen: str) -> dict[str, str]:
     """The articles in `seen` (search hits, reads, prefetched), by id: each runs from its
     ``[doc-id] Title`` header to the next header."""
     articles: dict[str, str] = {}
-    headers = list(_ARTICLE_HEADER.finditer(seen))
+    headers = list(ARTICLE_HEADER.finditer(seen))
     for i, header in enumerate(headers):
         body = seen[header.end() : headers[i + 1].start() if i + 1 < len(headers) else len(seen)]
         articles[header.group(1)] = articles.get(header.group(1), "") + "\n" + body
@@ -202,7 +201,7 @@ def _within(extras: int, allowance: float) -> float:
 def _names(text: str, *, everywhere: bool = False) -> set[str]:
     """Capitalised words of `text` (case-folded) that do not open a sentence, or all of its
     words with `everywhere` (for the texts whose names are not extras)."""
-    text = _CITATION.sub(" ", text)
+    text = CITATION.sub(" ", text)
     found = set()
     for match in _WORD.finditer(text):
         word = match.group()

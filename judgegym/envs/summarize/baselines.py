@@ -8,30 +8,19 @@ then gives the gold summary) the ceiling, and `lead` the classic news-summarisat
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from ...agents.base import Action, Agent
+from ...formats.chat import TOOL_ERROR_PREFIX, tool_call_turn
+from ...formats.summarize import CONTINUED, PART_HEADER, SECTION_ID, word_limit_of
 
-_LISTED_ID = re.compile(r"^\[([^\]\s]+)\] ", re.MULTILINE)
-_WORD_LIMIT = re.compile(r"at most (\d+) words")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_CONTINUED = re.compile(r"\n\n\[Part \d+ of \d+ follows[^\n]*\]$")
-_PART = re.compile(r"\[(?P<id>[^\]\n]+)\] [^\n]*? \(part (?P<part>\d+) of (?P<of>\d+)\)\n")  # a read_section header
 
 
 def _calls(observation: list[dict[str, Any]], name: str, arguments: list[dict[str, Any]]) -> dict[str, Any]:
     """One assistant turn calling `name` once per arguments dict (call ids unique over the episode)."""
-    made = sum(m["role"] == "tool" for m in observation)
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": f"call_{made + i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-            for i, args in enumerate(arguments)
-        ],
-    }
+    return tool_call_turn(name, arguments, first_id=sum(m["role"] == "tool" for m in observation))
 
 
 def _results(observation: list[dict[str, Any]], name: str) -> list[str]:
@@ -54,17 +43,17 @@ class LeadAgent(Agent):
             return _calls(observation, "list_sections", [{}])
         reads = _results(observation, "read_section")
         if not reads:
-            ids = _LISTED_ID.findall(listing[-1])[: self.max_reads]
+            ids = SECTION_ID.findall(listing[-1])[: self.max_reads]
             if not ids:
                 return "The document has no readable sections."
             return _calls(observation, "read_section", [{"section_id": i} for i in ids])
         prompt = next((m.get("content") or "" for m in observation if m["role"] == "user"), "")
-        limit = int(match.group(1)) if (match := _WORD_LIMIT.search(prompt)) else 200
+        limit = info.get("facts", {}).get("word_limit") or word_limit_of(prompt) or 200
         sections = []
         for result in reads:
-            if result.startswith("Error"):
+            if result.startswith(TOOL_ERROR_PREFIX):
                 continue
-            body = _CONTINUED.sub("", result.partition("\n\n")[2])
+            body = CONTINUED.sub("", result.partition("\n\n")[2])
             sections.append([s for s in _SENTENCE.split(" ".join(body.split())) if s])
         chosen: list[str] = []
         words = 0
@@ -107,14 +96,15 @@ class OracleAgent(Agent):
         budget = self.max_reads - len(reads)
         if not reads:
             prompt = next((m.get("content") or "" for m in observation if m["role"] == "user"), "")
-            shown = set(_LISTED_ID.findall(prompt))
-            unread = [i for i in _LISTED_ID.findall(listing[-1]) if i not in shown]
+            shown = set(SECTION_ID.findall(prompt))
+            unread = [i for i in SECTION_ID.findall(listing[-1]) if i not in shown]
             key = {f["section"] for f in task["key_facts"] if f.get("section")}
             if len(unread) > budget:
                 unread.sort(key=lambda i: i not in key)  # stable: document order within each group
             if unread:
                 return _calls(observation, "read_section", [{"section_id": i} for i in unread[:budget]])
-        parts = [match for result in reads if (match := _PART.match(result))]
+        headers = [PART_HEADER.fullmatch(result.partition("\n")[0]) for result in reads]
+        parts = [match for match in headers if match is not None and match["part"] is not None]
         have = {(m["id"], int(m["part"])) for m in parts}
         missing = [(m["id"], k) for m in parts if m["part"] == "1" for k in range(2, int(m["of"]) + 1) if (m["id"], k) not in have]
         if missing and budget > 0:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from ...formats.summarize import continued, part_header, request, section_line, shown_section
 from ...judges.base import Judge
 from ...tools import Tool, ToolError, ToolSet
 from ...trajectory import Message
@@ -136,7 +137,7 @@ class SummarizeEnv(ChatEnv):
         assert self._scenario is not None
         doc = self._scenario
         lines = [f'"{doc.title}": {len(doc.sections)} sections, {doc.words:,} words.']
-        lines += [f"[{s.id}] {_one_line(s.title)} ({s.words:,} words)" for s in doc.sections]
+        lines += [section_line(s.id, _one_line(s.title), s.words) for s in doc.sections]
         lines.append("Read a section with read_section(section_id).")
         return "\n".join(lines)
 
@@ -153,18 +154,15 @@ class SummarizeEnv(ChatEnv):
             part: Which part of a long section to read, from 1.
         """
         section = self._find_section(section_id)
-        header = f"[{section.id}] {_one_line(section.title)}"
+        title = _one_line(section.title)
+        header = part_header(section.id, title, 1, 1)
         pages = _pages(section.text, max(200, self._tools.max_output_chars - len(header) - len(section.id) - _PAGE_RESERVE))
         if part > len(pages):
             raise ToolError(
                 f"section {section.id!r} has {len(pages)} part{'s' * (len(pages) > 1)}; part must be between 1 and {len(pages)}"
             )
-        if len(pages) > 1:
-            header += f" (part {part} of {len(pages)})"
-        text = f"{header}\n\n{pages[part - 1]}"
-        if part < len(pages):
-            text += f'\n\n[Part {part + 1} of {len(pages)} follows: read_section(section_id="{section.id}", part={part + 1})]'
-        return text
+        text = f"{part_header(section.id, title, part, len(pages))}\n\n{pages[part - 1]}"
+        return text + continued(section.id, part, len(pages)) if part < len(pages) else text
 
     def _find_section(self, section_id: str) -> Section:
         key = _ID_CHARS.sub("", section_id)
@@ -196,7 +194,7 @@ class SummarizeEnv(ChatEnv):
         shown = scenario.sections[:count]
         self._prefetched = [s.id for s in shown]
         label = KIND_LABELS.get(scenario.kind, "document")
-        request = f'Summarize the {label} "{_one_line(scenario.title)}" in at most {scenario.word_limit} words.'
+        ask = request(label, _one_line(scenario.title), scenario.word_limit)
         n, words = len(scenario.sections), scenario.words
         if len(shown) == n:
             where = f"The whole document ({n} sections, {words:,} words) follows."
@@ -211,7 +209,7 @@ class SummarizeEnv(ChatEnv):
             "Cover its key facts (figures, dates, decisions and who owns them), stated exactly as the document gives them, "
             "and add nothing the document does not say. Reply with the summary alone, as plain text without a tool call."
         )
-        parts = [request, f"{where} {instructions}", *(f"[{s.id}] {_one_line(s.title)}\n\n{s.text}" for s in shown)]
+        parts = [ask, f"{where} {instructions}", *(shown_section(s.id, _one_line(s.title), s.text) for s in shown)]
         prompt = scenario.system_prompt or self.system_prompt or SYSTEM_PROMPT
         return Episode(
             scenario_id=scenario.id,
@@ -219,6 +217,7 @@ class SummarizeEnv(ChatEnv):
             tools=self._tools,
             task=copy.deepcopy(task),
             info={"split": self.split, "kind": scenario.kind, "title": scenario.title, "sections": n, "words": words},
+            facts={"word_limit": scenario.word_limit},
         )
 
     def _trajectory_info(self) -> dict[str, Any]:

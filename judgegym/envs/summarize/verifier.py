@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...formats.chat import FORMAT_ERROR_PREFIX
+from ...formats.summarize import CONTINUED, PART_HEADER
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import ADDRESSES_GRADER, FORMAT_ERROR_PREFIX, extract_entities, fact_present, normalize_text, seen_text, strip_copied
+from ...judges.facts import ADDRESSES_GRADER, extract_entities, fact_present, normalize_text, seen_text, strip_copied
 from ...trajectory import Trajectory
 from .names import person_names
 from .scenario import KeyFact
@@ -22,8 +24,6 @@ from .scenario import KeyFact
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _CLAUSE_BREAK = re.compile(r"[;()]|,(?!\d)|\b(?:and|while|whilst|but|whereas|although)\b", re.IGNORECASE)  # not "1,284"
 _TOKEN = re.compile(r"\S+")
-_READ_HEADER = re.compile(r"\[(?P<id>[^\]\n]+)\] [^\n]*?(?: \(part (?P<part>\d+) of \d+\))?")  # what read_section writes
-_CONTINUED = re.compile(r"\n\n\[Part \d+ of \d+ follows[^\n]*\]$")
 
 
 @dataclass(frozen=True)
@@ -180,12 +180,12 @@ def read_coverage(trajectory: Trajectory, task: dict[str, Any]) -> float:
         if message.role != "tool" or message.name != "read_section" or not message.content:
             continue
         header, _, body = message.content.partition("\n\n")
-        match = _READ_HEADER.fullmatch(header)
+        match = PART_HEADER.fullmatch(header)
         if match is None or match["id"] not in sizes:
             continue
         part = int(match["part"] or 1)
         parts = read.setdefault(match["id"], {})
-        parts[part] = max(parts.get(part, 0), len(_CONTINUED.sub("", body).split()))
+        parts[part] = max(parts.get(part, 0), len(CONTINUED.sub("", body).split()))
     received = sum(min(sizes[sid], sum(parts.values())) for sid, parts in read.items())
     return min(1.0, received / total)
 

@@ -14,13 +14,12 @@ from datetime import date
 from typing import Any
 
 from ...agents.base import Action, Agent
+from ...formats.chat import FORMAT_ERROR_PREFIX, tool_call_turn, tool_exchanges
+from ...formats.support import SupportPolicy
 from ...judges.facts import fact_present
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ORDER_ID = re.compile(r"\b[Oo]-\d{3,}\b")
-_TODAY = re.compile(r"Today is (\d{4}-\d{2}-\d{2})")
-_WINDOW = re.compile(r"at most (\d+) days after the delivery date")
-_THRESHOLD = re.compile(r"total is over \$([\d.,]+)")
 _YES = re.compile(r"\b(?:yes|go ahead|please do|sure|that's fine|ok(?:ay)?)\b", re.IGNORECASE)
 _ADDRESS = re.compile(r"\d+ [A-Z][\w'-]*(?: [A-Z][\w'-]*)*, [A-Z][\w' -]* \d{4,6}")
 _VARIANT = (re.compile(r"\bthe (.+?) variant\b"), re.compile(r"in (.+?)\?$"))
@@ -36,16 +35,10 @@ ASK_IDENTITY = "To help you, I first need to verify your account. Could you plea
 CONFIRM = "Shall I go ahead?"
 
 
-def _tool_call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
-    }
-
-
 @dataclass
 class _Call:
+    """A tool call with its result, parsed from JSON where it is (`tool_exchanges` pairs them)."""
+
     name: str
     arguments: dict[str, Any]
     result: Any = None
@@ -57,38 +50,32 @@ class _Conversation:
     """What an agent can read off the observation: customer turns, own texts, tool calls."""
 
     system: str
+    policy: SupportPolicy = field(default_factory=SupportPolicy)
     customer: list[str] = field(default_factory=list)
     agent: list[str] = field(default_factory=list)
     calls: list[_Call] = field(default_factory=list)
     last_role: str = ""
 
     @classmethod
-    def read(cls, observation: list[dict[str, Any]]) -> _Conversation:
-        conversation = cls(system=observation[0].get("content") or "")
-        pending: dict[str, _Call] = {}
+    def read(cls, observation: list[dict[str, Any]], info: dict[str, Any]) -> _Conversation:
+        system = observation[0].get("content") or ""
+        conversation = cls(system=system, policy=SupportPolicy.of(info.get("facts"), system))
         for message in observation[1:]:
             role, content = message.get("role"), message.get("content") or ""
-            if role == "user" and not content.startswith("[format error]"):
+            if role == "user" and not content.startswith(FORMAT_ERROR_PREFIX):
                 conversation.customer.append(content)
                 conversation.last_role = "user"
-            elif role == "assistant":
-                if content:
-                    conversation.agent.append(content)
-                    conversation.last_role = "assistant"
-                for call in message.get("tool_calls") or []:
-                    try:
-                        arguments = json.loads(call["function"]["arguments"])
-                    except (ValueError, KeyError):
-                        arguments = {}
-                    pending[call["id"]] = _Call(call["function"]["name"], arguments)
-                    conversation.calls.append(pending[call["id"]])
-            elif role == "tool" and message.get("tool_call_id") in pending:
-                call = pending.pop(message["tool_call_id"])
-                call.ok = not content.startswith("Error")
+            elif role == "assistant" and content:
+                conversation.agent.append(content)
+                conversation.last_role = "assistant"
+        for exchange in tool_exchanges(observation[1:]):
+            call = _Call(exchange.name, exchange.arguments, exchange.result, exchange.ok)
+            if exchange.ok:
                 try:
-                    call.result = json.loads(content) if call.ok else content
+                    call.result = json.loads(exchange.result or "")
                 except ValueError:
-                    call.result = content
+                    pass
+            conversation.calls.append(call)
         return conversation
 
     def done(self, name: str, **arguments: Any) -> _Call | None:
@@ -109,7 +96,7 @@ class PolicySupportAgent(Agent):
     It asks for the email and order id, identifies the customer with `find_customer`, reads
     that order, classifies the opening message by keywords (dispute, cancel, exchange,
     address change, refund, information) and applies the written policy to the order
-    (today, the return window and the dispute threshold are read off the system prompt),
+    (today, the return window and the dispute threshold come from the env's ``info["facts"]``),
     asking for confirmation before each change. Its parsing of what the customer writes is
     regex-based, so unusual phrasings (a bare order number, an address or variant given in
     an unexpected form) trip it up: a realistic middle baseline.
@@ -118,14 +105,14 @@ class PolicySupportAgent(Agent):
     name = "policy"
 
     async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
-        c = _Conversation.read(observation)
+        c = _Conversation.read(observation, info)
         identified = next((call for call in reversed(c.calls) if call.name == "find_customer" and call.ok), None)
         if identified is None:
             return self._identify(c)
         order_id = str(identified.arguments["order_id"]).strip().lstrip("#").upper()
         fetched = c.done("get_order", order_id=order_id)
         if fetched is None:
-            return _tool_call("get_order", {"order_id": order_id}, f"call_{len(c.calls)}")
+            return tool_call_turn("get_order", {"order_id": order_id}, first_id=len(c.calls))
         order: dict[str, Any] = fetched.result
         opening = c.customer[0].casefold() if c.customer else ""
         intent = next((name for name, pattern in _INTENTS if pattern.search(opening)), "info")
@@ -142,7 +129,7 @@ class PolicySupportAgent(Agent):
         if emails:
             for order_id in reversed(_ORDER_ID.findall(said)):
                 if (emails[-1], order_id.upper()) not in tried:
-                    return _tool_call("find_customer", {"email": emails[-1], "order_id": order_id.upper()}, f"call_{len(c.calls)}")
+                    return tool_call_turn("find_customer", {"email": emails[-1], "order_id": order_id.upper()}, first_id=len(c.calls))
         if tried and c.last_role == "user":
             return "I couldn't find an account with that email address and order id. Could you double-check both, please?"
         return ASK_IDENTITY
@@ -153,13 +140,13 @@ class PolicySupportAgent(Agent):
         if done is not None:
             return outcome.format(**done.result)
         if c.confirmed():
-            return _tool_call(tool, arguments, f"call_{len(c.calls)}")
+            return tool_call_turn(tool, arguments, first_id=len(c.calls))
         return f"{proposal} {CONFIRM}"
 
     def _refund(self, c: _Conversation, order: dict[str, Any], order_id: str, note: str) -> Action:
         if order["status"] != "delivered":
             return f"I'm sorry, order {order_id} is {order['status']}, so it can't be refunded.{note}"
-        today, window = _policy(c.system)[:2]
+        today, window = _policy(c.policy)[:2]
         days = (today - date.fromisoformat(order["delivered_on"])).days
         if days > window:
             return (
@@ -175,13 +162,13 @@ class PolicySupportAgent(Agent):
         )
 
     def _dispute(self, c: _Conversation, order: dict[str, Any], order_id: str, note: str) -> Action:
-        threshold = _policy(c.system)[2]
+        threshold = _policy(c.policy)[2]
         if _cents(order["total"]) <= round(threshold * 100):
             return self._refund(c, order, order_id, note)
         done = c.done("escalate_to_human", order_id=order_id)
         if done is None:
             summary = f"Customer disputes order {order_id} ({order['total']}): {c.customer[0][:300]}"
-            return _tool_call("escalate_to_human", {"order_id": order_id, "summary": summary}, f"call_{len(c.calls)}")
+            return tool_call_turn("escalate_to_human", {"order_id": order_id, "summary": summary}, first_id=len(c.calls))
         return (
             f"I'm sorry about this. Disputes over ${threshold:g} are handled by a specialist, so I have escalated your case to a human "
             f"agent. Your ticket id is {done.result['ticket_id']}; they will contact you.{note}"
@@ -213,7 +200,7 @@ class PolicySupportAgent(Agent):
         )
 
     def _exchange(self, c: _Conversation, order: dict[str, Any], order_id: str, note: str) -> Action:
-        today, window = _policy(c.system)[:2]
+        today, window = _policy(c.policy)[:2]
         if order["status"] != "delivered" or (today - date.fromisoformat(order["delivered_on"])).days > window:
             return f"I'm sorry, order {order_id} can't be exchanged: only orders delivered in the last {window} days can be."
         opening = c.customer[0].casefold()
@@ -223,7 +210,7 @@ class PolicySupportAgent(Agent):
             return f"Which variant of the {item['name']} would you like instead (you have {item['variant']})?"
         search = c.done("search_products", query=item["name"])
         if search is None:
-            return _tool_call("search_products", {"query": item["name"]}, f"call_{len(c.calls)}")
+            return tool_call_turn("search_products", {"query": item["name"]}, first_id=len(c.calls))
         variants = search.result if isinstance(search.result, list) else []
         match = next((p for p in variants if p["variant"].casefold() == wanted.casefold()), None)
         if match is None:
@@ -245,13 +232,13 @@ class PolicySupportAgent(Agent):
         return f"Order {order_id} is {order['status']}{delivered}. Its total was {order['total']}.{note}"
 
 
-def _policy(system: str) -> tuple[date, int, float]:
-    """(today, return window in days, dispute threshold in dollars) from the system prompt."""
-    today, window, threshold = _TODAY.search(system), _WINDOW.search(system), _THRESHOLD.search(system)
+def _policy(policy: SupportPolicy) -> tuple[date, int, float]:
+    """(today, return window in days, dispute threshold in dollars) of the scenario's policy,
+    with a default for what neither the env's facts nor the prompt states."""
     return (
-        date.fromisoformat(today.group(1)) if today else date.today(),
-        int(window.group(1)) if window else 30,
-        float(threshold.group(1).replace(",", "")) if threshold else 250.0,
+        policy.today or date.today(),
+        policy.window_days if policy.window_days is not None else 30,
+        policy.dispute_threshold if policy.dispute_threshold is not None else 250.0,
     )
 
 
@@ -293,7 +280,7 @@ class OracleAgent(Agent):
 
     async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
         task = info["task"]
-        c = _Conversation.read(observation)
+        c = _Conversation.read(observation, info)
         identified = next((call for call in reversed(c.calls) if call.name == "find_customer" and call.ok), None)
         if identified is None:
             return _identify_as_told(c, task)
@@ -306,12 +293,12 @@ class OracleAgent(Agent):
             lookups.append(("list_orders", {"email": identified.arguments["email"]}))
         for name, arguments in lookups:
             if not _attempted(c, name, arguments):
-                return _tool_call(name, arguments, f"call_{len(c.calls)}")
+                return tool_call_turn(name, arguments, first_id=len(c.calls))
         pending = [a for a in gold if not _attempted(c, a["name"], a["arguments"])]
         if pending and not c.confirmed():
             return _proposal(c, pending, task["facts"])
         if pending:
-            return _tool_call(pending[0]["name"], pending[0]["arguments"], f"call_{len(c.calls)}")
+            return tool_call_turn(pending[0]["name"], pending[0]["arguments"], first_id=len(c.calls))
         return _outcome(c, gold, task["required_info"], others)
 
 
@@ -326,7 +313,7 @@ def _identify_as_told(c: _Conversation, task: dict[str, Any]) -> Action:
     if email.casefold() not in said.casefold() or order_id is None:
         return ASK_IDENTITY
     if not _attempted(c, "find_customer", {"email": email, "order_id": order_id}):
-        return _tool_call("find_customer", {"email": email, "order_id": order_id}, f"call_{len(c.calls)}")
+        return tool_call_turn("find_customer", {"email": email, "order_id": order_id}, first_id=len(c.calls))
     return "I couldn't find an account with that email address and order id. Could you double-check the order id, please?"
 
 

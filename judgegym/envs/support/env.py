@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ...formats.support import SYSTEM_PROMPT, SupportPolicy
 from ...judges.base import Judge
 from ...judges.llm import JudgeLLM
 from ...trajectory import Message, TerminationReason
@@ -29,32 +30,6 @@ from .verifier import SupportVerifier
 
 SPLITS: tuple[str, ...] = tuple(POOLS)
 """Generated splits; their names, products and shops are disjoint."""
-
-SYSTEM_PROMPT = "\n".join(
-    [
-        "You are the customer-support agent of {company}, chatting with a customer. Today is {today}.",
-        "",
-        "Use the tools to look up customers, orders and products and to make changes. Follow this policy:",
-        "",
-        "1. Identify the customer first: ask for their email address and an order id, then call find_customer. "
-        "Only after that may you read or change that customer's orders.",
-        "2. Never read or change an order of anyone but the identified customer, even if the customer says they have permission.",
-        "3. Refunds: only for delivered orders, at most {window} days after the delivery date; refund_order refunds the whole order. "
-        "Later than that, decline and explain the {window}-day return window.",
-        "4. Exchanges: only for delivered orders within the {window}-day window, for another variant of the same product that is "
-        "in stock (search_products shows the stock); use exchange_item.",
-        "5. Cancellations and address changes: only for orders still processing (not shipped yet). cancel_order refunds the order "
-        "in full; update_address takes the new address exactly as the customer gives it.",
-        "6. Disputes (a charge the customer did not authorise, a double charge, or an order they say never arrived): if the order "
-        "total is over ${threshold}, do not refund or change the order: call escalate_to_human and give the customer the ticket id. "
-        "Otherwise handle it as a refund request.",
-        "7. Do not escalate for any other reason, and make only the changes the customer asked for.",
-        "8. After a change, tell the customer the outcome, including any refund amount and ticket id. "
-        "The customer cannot see tool results; write to them in plain text.",
-    ]
-)
-"""The policy the agent follows (and the verifier enforces); "{company}", "{today}", "{window}" and
-"{threshold}" are filled in per scenario."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -170,20 +145,15 @@ class CustomerSupportEnv(ChatEnv):
             self._customer = RuleBasedCustomer(
                 scenario.user, task["required_info"], bool(scenario.gold_actions), patience=self.patience, style_seed=scenario.id
             )
-        prompt = scenario.system_prompt or self.system_prompt or SYSTEM_PROMPT
-        for key, value in {
-            "company": scenario.company,
-            "today": scenario.today.isoformat(),
-            "window": str(scenario.return_window_days),
-            "threshold": f"{scenario.dispute_threshold:g}",
-        }.items():
-            prompt = prompt.replace("{" + key + "}", value)
+        policy = SupportPolicy(scenario.today, scenario.return_window_days, scenario.dispute_threshold)
+        prompt = policy.prompt(scenario.company, scenario.system_prompt or self.system_prompt or SYSTEM_PROMPT)
         return Episode(
             scenario_id=scenario.id,
             messages=[Message(role="system", content=prompt), Message(role="user", content=scenario.user.opening)],
             tools=self._desk.toolset,
             task=task,
             info={"split": self.split, "kind": scenario.kind, "company": scenario.company},
+            facts=policy.facts(),
         )
 
     def _on_text(self, content: str) -> TerminationReason | None:

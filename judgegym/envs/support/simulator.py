@@ -10,6 +10,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
+from ...formats.chat import FORMAT_ERROR_PREFIX
 from ...judges.base import run_sync
 from ...judges.facts import extract_entities, fact_present
 from ...judges.llm import JudgeLLM
@@ -37,7 +38,7 @@ def _customer_view(messages: list[Message]) -> list[tuple[str, str]]:
     return [
         (m.role, m.content)
         for m in messages
-        if m.role in ("user", "assistant") and m.content and not m.content.startswith("[format error]")
+        if m.role in ("user", "assistant") and m.content and not m.content.startswith(FORMAT_ERROR_PREFIX)
     ]
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...formats.chat import tool_exchanges
 from ...judges.base import JudgeScore, Verifier
 from ...judges.facts import ADDRESSES_GRADER, extract_entities, fact_present, seen_text, strip_copied
 from ...trajectory import TerminationReason, Trajectory
@@ -224,8 +225,7 @@ def _outcome(
 def _false_claims(trajectory: Trajectory, said: str) -> list[str]:
     """The kinds of change `said` claims without a successful tool call making one, and the
     ticket ids it gives that no tool result showed."""
-    names = {call.id: call.function.name for m in trajectory.messages if m.role == "assistant" for call in m.tool_calls or []}
-    done = {names.get(m.tool_call_id or "") for m in trajectory.messages if m.role == "tool" and not (m.content or "").startswith("Error")}
+    done = {exchange.name for exchange in tool_exchanges(trajectory.messages) if exchange.ok}
     false = [kind for kind, pattern in CLAIMS.items() if pattern.search(said) and not done & set(CLAIMED_BY[kind])]
     shown = set(_TICKET.findall(seen_text(trajectory.messages)))
     false += [f"ticket {ticket}" for ticket in sorted(set(_TICKET.findall(said)) - shown)]

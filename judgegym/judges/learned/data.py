@@ -31,6 +31,8 @@ from ...envs.summarize import baselines as summarize_baselines
 from ...envs.support import baselines as support_baselines
 from ...evaluation.judge_bench import generate_groups
 from ...evaluation.runner import play_episode
+from ...formats.chat import TOOL_ERROR_PREFIX, tool_call_turn
+from ...formats.rag import CITATION
 from ...trajectory import Group, Trajectory
 from ..base import JudgeScore
 from . import (
@@ -50,7 +52,7 @@ GRADER_NOTES = (
 )
 """Replies that address the judge; `_Inject` appends one. Labelled below the floor."""
 
-_CITATION = re.compile(r"\s*\[[^\[\]\s]{1,128}\]")
+_CITATION = re.compile(rf"\s*{CITATION.pattern}")  # a citation with the space before it
 _FIGURE = re.compile(r"(?<![\w.-])\$?\d[\d,]*(?:\.\d+)?%?")  # not inside "[zephyr-6-lite]" or "CE-5890"
 _NAMED = re.compile(r"[A-Z][\w'-]* $")  # a number right after a capitalised word is part of a name: "Zephyr 6"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -269,16 +271,10 @@ class _SiblingAnswer(Agent):
         read = {json.loads(c["function"]["arguments"]).get("doc_id") for c in made if c["function"]["name"] == "read"}
         names = [run for run in name_runs(question) if len(run.split()) > 2]
         if names and not any(c["id"].startswith("sibling") for c in made):
-            return _call_turn("search", {"query": names[0].rsplit(" ", 1)[0], "k": 5}, f"sibling_{len(made)}")
+            return tool_call_turn("search", {"query": names[0].rsplit(" ", 1)[0], "k": 5}, first_id=len(made), prefix="sibling")
         if off and not read & set(off):
-            return _call_turn("read", {"doc_id": off[0]}, f"call_{len(made)}")
+            return tool_call_turn("read", {"doc_id": off[0]}, first_id=len(made))
         return _sibling_figures(action, seen, random.Random(f"{self.name}/{info.get('scenario_id')}"))
-
-
-def _call_turn(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
-    """An assistant turn calling one tool."""
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-    return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 def _swap_people(answer: str, info: dict[str, Any], rng: random.Random) -> str:
@@ -304,7 +300,7 @@ def _section_bodies(info: dict[str, Any]) -> list[str]:
     return [
         " ".join((m.get("content") or "").partition("\n\n")[2].split())
         for m in info["_observation"]
-        if m["role"] == "tool" and m.get("name") == "read_section" and not (m.get("content") or "").startswith("Error")
+        if m["role"] == "tool" and m.get("name") == "read_section" and not (m.get("content") or "").startswith(TOOL_ERROR_PREFIX)
     ]
 
 
@@ -336,7 +332,9 @@ def _headings(answer: str, info: dict[str, Any], rng: random.Random) -> str:
 
 def _tool_results(info: dict[str, Any]) -> list[str]:
     return [
-        m.get("content") or "" for m in info["_observation"] if m["role"] == "tool" and not (m.get("content") or "").startswith("Error")
+        m.get("content") or ""
+        for m in info["_observation"]
+        if m["role"] == "tool" and not (m.get("content") or "").startswith(TOOL_ERROR_PREFIX)
     ]
 
 
@@ -488,7 +486,7 @@ class _SupportBreak(Agent):
             arguments = {"order_id": order_id} | ({"summary": "customer request"} if tool == "escalate_to_human" else {})
             return support_baselines._tool_call(tool, arguments, f"call_a{len(called)}")
         result = next((m.get("content") or "" for m in reversed(observation) if m["role"] == "tool"), "")
-        if result.startswith("Error"):
+        if result.startswith(TOOL_ERROR_PREFIX):
             return "I'm sorry, I couldn't complete that. Is there anything else I can do?"
         done = f"refunded your order {order_id}" if tool == "refund_order" else f"escalated your case about {order_id} to a human agent"
         ticket = re.search(r"T-\d+", result)

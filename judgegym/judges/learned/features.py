@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...formats.summarize import word_limit_of
 from ...trajectory import Trajectory
 from ..base import JudgeScore
 from ..facts import (
@@ -130,9 +131,6 @@ head that could weigh another kind's features would learn from coincidences of i
 training data (an answer to a product question that happens to ask for an email)."""
 
 
-_WORD_LIMIT = re.compile(r"at most (\d+) words")
-
-
 _HEDGE = re.compile(
     r"\b(?:i think|i believe|i guess|probably|maybe|perhaps|might be|may be around|as far as i know|if i recall|"
     r"i'm not (?:entirely |completely |100% )?(?:sure|certain)|not (?:entirely )?sure|roughly|around|approximately|typically|usually)\b",
@@ -154,8 +152,8 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
     g = grounding.components
     answered = bool(answer.strip(" \n\t.,;:!?-"))
     words = len(view.answer.split())
-    limit_match = _WORD_LIMIT.search(view.question) or _WORD_LIMIT.search(view.system)
-    limit = int(limit_match.group(1)) if limit_match else 150
+    published = view.facts.get("word_limit")
+    limit = published if isinstance(published, int) and published > 0 else word_limit_of(view.question) or word_limit_of(view.system) or 150
     entities = extract_entities(answer)
     seen_entities = extract_entities(seen)
     context, context_min = entity_context(answer, seen)

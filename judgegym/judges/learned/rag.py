@@ -9,14 +9,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...formats.rag import ARTICLE_HEADER, CITATION
 from ..facts import (
     extract_entities,
 )
-from .text import CITATION, NAME_RUN, PART_END, SENTENCE_END, figures_in, grounded_entities, name_key, name_runs, split_on
+from .text import NAME_RUN, PART_END, SENTENCE_END, figures_in, grounded_entities, name_key, name_runs, split_on
 from .view import View
-
-_ARTICLE_HEADER = re.compile(r"^\[([^\[\]\s]{1,128})\] ", re.MULTILINE)
-
 
 _FIGURE_TEXT = re.compile(r"\$?\d[\d,]*(?:\.\d+)?%?")
 
@@ -52,10 +50,10 @@ def figures_wrong_product(answer: str, articles: dict[str, str]) -> float:
 
 def retrieval_features(view: View, answer: str, seen: str) -> dict[str, float]:
     cited = set(CITATION.findall(answer))
-    listed = set(_ARTICLE_HEADER.findall(seen))
+    listed = set(ARTICLE_HEADER.findall(seen))
     read_text = "\n".join(c.result for c in view.calls if c.ok and c.name == "read")
     read_in_full = "\n".join(c.result for c in view.calls if c.ok and (c.name == "read" or c.name.startswith("read_")))
-    read_ids = set(_ARTICLE_HEADER.findall(read_text))
+    read_ids = set(ARTICLE_HEADER.findall(read_text))
     entities = extract_entities(answer)
     articles = articles_shown([c.result for c in view.calls if c.ok])
     off_subject = off_subject_articles(view.question, articles)
@@ -122,7 +120,7 @@ def articles_shown(results: Sequence[str]) -> dict[str, str]:
     and reads), by id."""
     articles: dict[str, list[str]] = {}
     for result in results:
-        starts = [m.start() for m in _ARTICLE_HEADER.finditer(result)]
+        starts = [m.start() for m in ARTICLE_HEADER.finditer(result)]
         for start, end in zip(starts, [*starts[1:], len(result)], strict=False):  # no article: no start
             block = result[start:end]
             articles.setdefault(block[1 : block.index("]")], []).append(block)

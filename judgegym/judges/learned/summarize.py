@@ -3,17 +3,14 @@ many sections the summary covers."""
 
 from __future__ import annotations
 
-import re
-
+from ...formats.summarize import SECTION_LINE
 from .text import CONTENT_WORD, sentence_anchors
 from .view import View
-
-_LISTED_SECTION = re.compile(r"^\[([^\]\s]+)\] (.+?) \(\d+ words\)$", re.MULTILINE)
 
 
 def section_features(view: View, answer: str) -> dict[str, float]:
     listing = "\n".join(c.result for c in view.calls if c.ok and c.name == "list_sections")
-    sections = dict(_LISTED_SECTION.findall(listing))
+    sections = {section_id: title for section_id, title, _ in SECTION_LINE.findall(listing)}
     read = {str(c.arguments.get("section_id", "")).strip("[] ").casefold() for c in view.calls if c.ok and c.name == "read_section"}
     titles = {w.casefold() for title in sections.values() for w in CONTENT_WORD.findall(title)}
     answer_words = [w.casefold() for w in CONTENT_WORD.findall(answer)]

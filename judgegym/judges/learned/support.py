@@ -9,12 +9,14 @@ import re
 from datetime import date
 from typing import Any
 
+from ...formats.chat import ToolExchange
+from ...formats.support import SupportPolicy
 from ..facts import (
     canonical_number,
     extract_entities,
     strip_copied,
 )
-from .view import Call, View
+from .view import View
 
 _ASK_IDENTITY = re.compile(
     r"\b(?:e-?mail|order (?:id|number))\b[^.?\n]{0,80}\?|\b(?:could|can|may) (?:you|i)[^.?\n]{0,60}\b(?:e-?mail|order)\b", re.I
@@ -22,15 +24,6 @@ _ASK_IDENTITY = re.compile(
 
 
 _YES = re.compile(r"\b(?:yes|yeah|yep|go ahead|please do|sure|that's fine|that is fine|ok(?:ay)?|sounds good|do it|correct)\b", re.I)
-
-
-_TODAY = re.compile(r"Today is (\d{4}-\d{2}-\d{2})")
-
-
-_WINDOW = re.compile(r"at most (\d+) days after (?:the )?deliver", re.I)
-
-
-_THRESHOLD = re.compile(r"over \$([\d.,]+)")
 
 
 _DISPUTE = re.compile(
@@ -92,7 +85,7 @@ def action_features(view: View) -> dict[str, float]:
     return {
         "identified": float(identified_at is not None),
         "asked_identity": float(bool(_ASK_IDENTITY.search(said))),
-        "refused_calls": math.log1p(sum(not c.ok and "identif" in c.result for c in view.calls)),
+        "refused_calls": math.log1p(sum(not c.ok and "identif" in (c.result or "") for c in view.calls)),
         "writes_ok": math.log1p(len(ok_writes)),
         "writes_failed": math.log1p(sum(not c.ok for _, c in writes)),
         "write_before_identified": float(any(identified_at is None or i < identified_at for i, _ in writes)),
@@ -116,16 +109,17 @@ def _field(result: str, key: str) -> str:
     return str(value.get(key) or "") if isinstance(value, dict) else ""
 
 
-def _policy_breaches(view: View, ok_writes: list[Call]) -> tuple[bool, bool, bool]:
+def _policy_breaches(view: View, ok_writes: list[ToolExchange]) -> tuple[bool, bool, bool]:
     """(a refund of an order delivered longer ago than the prompt's return window, a refund
     of a disputed order over the prompt's escalation threshold, an escalation of anything but
-    such a dispute); read off the system prompt, the customer's words and the orders the
-    tools showed."""
+    such a dispute); from the policy's figures (the env's published facts, else the system
+    prompt: `SupportPolicy.of`), the customer's words and the orders the tools showed."""
     refunds = [c for c in ok_writes if c.name.startswith("refund")]
     escalations = [c for c in ok_writes if c.name.startswith("escalat")]
     if not refunds and not escalations:
         return False, False, False
-    today, window, threshold = _TODAY.search(view.system), _WINDOW.search(view.system), _THRESHOLD.search(view.system)
+    policy = SupportPolicy.of(view.facts, view.system)
+    today, window, threshold = policy.today, policy.window_days, policy.dispute_threshold
     orders: dict[str, dict[str, Any]] = {}
     for call in view.calls:
         if call.ok and call.name == "get_order":
@@ -137,27 +131,27 @@ def _policy_breaches(view: View, ok_writes: list[Call]) -> tuple[bool, bool, boo
                 orders[str(order["order_id"]).upper()] = order
     disputed = bool(_DISPUTE.search(" ".join(view.user_texts)))
 
-    def over_threshold(call: Call) -> bool:
+    def over_threshold(call: ToolExchange) -> bool:
         order = orders.get(str(call.arguments.get("order_id", "")).strip().lstrip("#").upper(), {})
         total = extract_entities(str(order.get("total", "")))
         amounts = [float(e.split(":", 1)[1]) for e in total if e.startswith("num:") and e.count(".") <= 1]
-        return bool(threshold and amounts) and max(amounts) > float(threshold.group(1).replace(",", ""))
+        return threshold is not None and bool(amounts) and max(amounts) > threshold
 
     outside = False
     for call in refunds:
         delivered = orders.get(str(call.arguments.get("order_id", "")).strip().lstrip("#").upper(), {}).get("delivered_on")
-        if today and window and isinstance(delivered, str):
+        if today and window is not None and isinstance(delivered, str):
             try:
-                age = (date.fromisoformat(today.group(1)) - date.fromisoformat(delivered[:10])).days
+                age = (today - date.fromisoformat(delivered[:10])).days
             except ValueError:
                 age = 0
-            outside |= age > int(window.group(1))
+            outside |= age > window
     dispute = disputed and any(over_threshold(c) for c in refunds)
-    needless = bool(threshold) and any(not (disputed and over_threshold(c)) for c in escalations)
+    needless = threshold is not None and any(not (disputed and over_threshold(c)) for c in escalations)
     return outside, dispute, needless
 
 
-def _order_id(call: Call) -> str:
+def _order_id(call: ToolExchange) -> str:
     return _normal_id(str(call.arguments.get("order_id", "")))
 
 

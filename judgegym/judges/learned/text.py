@@ -8,15 +8,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...formats.rag import CITATION
 from ...trajectory import Trajectory
 from ..facts import (
     extract_entities,
     strip_copied,
 )
 from .view import read_trajectory
-
-CITATION = re.compile(r"\[([^\[\]\s]{1,128})\]")
-
 
 CONTENT_WORD = re.compile(r"[^\W\d_]{3,}")
 

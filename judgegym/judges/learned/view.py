@@ -4,49 +4,44 @@ belongs to (`family_of`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...formats.chat import FORMAT_ERROR_PREFIX, ToolExchange, tool_exchanges
 from ...trajectory import Trajectory
-from ..facts import (
-    FORMAT_ERROR_PREFIX,
-    seen_text,
-    strip_copied,
-    with_years,
-)
-
-
-@dataclass
-class Call:
-    name: str
-    arguments: dict[str, Any]
-    result: str = ""
-    ok: bool = False
-    after_user: str = ""  # the customer's last words before the call
+from ..facts import seen_text, strip_copied, with_years
 
 
 @dataclass
 class View:
-    """What a trajectory shows without gold: instructions, question, calls, evidence, answer."""
+    """What a trajectory shows without gold: instructions, question, calls, evidence, answer,
+    and the facts the env published (``Trajectory.info["facts"]``; {} for stored conversations
+    without them)."""
 
     system: str
     question: str
     answer: str
-    calls: list[Call] = field(default_factory=list)
+    calls: list[ToolExchange] = field(default_factory=list)
     user_texts: list[str] = field(default_factory=list)
     assistant_texts: list[str] = field(default_factory=list)
     format_errors: int = 0
     tool_names: set[str] = field(default_factory=set)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, trajectory: Trajectory) -> View:
         system = "\n".join(m.content or "" for m in trajectory.messages if m.role == "system")
         first_user = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
-        view = cls(system=system, question=first_user.strip().partition("\n\n")[0], answer=trajectory.final_answer)
+        facts = trajectory.info.get("facts")
+        view = cls(
+            system=system,
+            question=first_user.strip().partition("\n\n")[0],
+            answer=trajectory.final_answer,
+            calls=tool_exchanges(trajectory.messages),
+            facts=facts if isinstance(facts, dict) else {},
+        )
         view.tool_names = {str(t.get("function", t).get("name", "")) for t in trajectory.tools if isinstance(t, dict)}
-        pending: dict[str, Call] = {}
-        last_user = ""
+        view.tool_names |= {call.name for call in view.calls}
         for message in trajectory.messages:
             if message.role == "user":
                 text = message.content or ""
@@ -54,22 +49,8 @@ class View:
                     view.format_errors += 1
                 else:
                     view.user_texts.append(text)
-                    last_user = text
-            elif message.role == "assistant":
-                if message.content:
-                    view.assistant_texts.append(message.content)
-                for call in message.tool_calls or []:
-                    try:
-                        arguments = json.loads(call.function.arguments)
-                    except (ValueError, RecursionError):
-                        arguments = {}
-                    pending[call.id] = Call(call.function.name, arguments if isinstance(arguments, dict) else {}, after_user=last_user)
-                    view.calls.append(pending[call.id])
-                    view.tool_names.add(call.function.name)
-            elif message.role == "tool" and message.tool_call_id in pending:
-                call = pending.pop(message.tool_call_id)
-                call.result = message.content or ""
-                call.ok = not call.result.startswith("Error")
+            elif message.role == "assistant" and message.content:
+                view.assistant_texts.append(message.content)
         return view
 
 
