@@ -174,6 +174,19 @@ def test_benchmarks_and_test_doubles_stay_outside_the_library():
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore belongs to its module: what two modules share is public."""
+    import ast
+
+    private = []
+    for path, _ in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("judgegym")):
+                names = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                private += [f"{path.relative_to(ROOT)}: {name} from {'.' * node.level}{node.module or ''}" for name in names]
+    assert not private, "\n".join(private)
+
+
 def test_the_readme_example_runs_and_scores_what_it_says():
     """The "Use it" block is a real episode: run it as written, and the comment on `reward` is
     what the verifier gives; a placeholder citation in the same answer earns no citation."""
