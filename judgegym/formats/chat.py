@@ -24,18 +24,26 @@ NOT_EXECUTED_PREFIX = "Not executed"
 
 
 def tool_call_turn(
-    name: str, arguments: Sequence[dict[str, Any]] | dict[str, Any], *, first_id: int = 0, prefix: str = "call"
+    name: str,
+    arguments: Sequence[dict[str, Any]] | dict[str, Any],
+    *,
+    first_id: int = 0,
+    prefix: str = "call",
+    call_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """One assistant turn calling `name` once per arguments dict, with ids ``{prefix}_{first_id}``,
     ``{prefix}_{first_id + 1}``, ... (pass the number of calls made before to keep ids unique
-    over an episode)."""
+    over an episode), or the given `call_ids`."""
     batch = [arguments] if isinstance(arguments, dict) else list(arguments)
+    ids = list(call_ids) if call_ids is not None else [f"{prefix}_{first_id + i}" for i in range(len(batch))]
+    if len(ids) != len(batch):
+        raise ValueError(f"{len(ids)} call ids for {len(batch)} calls")
     return {
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": f"{prefix}_{first_id + i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-            for i, args in enumerate(batch)
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for call_id, args in zip(ids, batch, strict=True)
         ],
     }
 

@@ -407,7 +407,7 @@ class _SupportBreak(Agent):
         if self.mode == "hasty":
             if not made:
                 name = task["gold_actions"][0]["name"] if task["gold_actions"] else "refund_order"
-                return support_baselines._tool_call(name, {"order_id": order_id}, "call_0")
+                return tool_call_turn(name, {"order_id": order_id}, call_ids=["call_0"])
             return f"All done! I have refunded order {order_id} and you'll see the money back within 5 days. Anything else?"
         action = await self.oracle.act(observation, info)
         if self.mode in ("refund_anyway", "escalate_anyway"):
@@ -434,8 +434,8 @@ class _SupportBreak(Agent):
                 f"I have {verb} order {order_id} for you, it's all taken care of. Ticket T-{random.Random(order_id).randint(1000, 9999)}."
             )
         if self.mode == "wrong_action" and write and call["function"]["name"] != "refund_order":
-            return support_baselines._tool_call(
-                "refund_order", {"order_id": json.loads(call["function"]["arguments"])["order_id"]}, call["id"]
+            return tool_call_turn(
+                "refund_order", {"order_id": json.loads(call["function"]["arguments"])["order_id"]}, call_ids=[call["id"]]
             )
         if self.mode == "cautious" and write:
             return (
@@ -450,7 +450,7 @@ class _SupportBreak(Agent):
                 a for a in task["gold_actions"] if not any(m.get("tool_calls") and a["name"] in json.dumps(m["tool_calls"]) for m in made)
             ]
             if pending:
-                return support_baselines._tool_call(pending[0]["name"], pending[0]["arguments"], f"call_u{len(made)}")
+                return tool_call_turn(pending[0]["name"], pending[0]["arguments"], call_ids=[f"call_u{len(made)}"])
         return action
 
     def _other_order(self, observation: list[dict[str, Any]], action: Action, call: dict[str, Any] | None, task: dict[str, Any]) -> Action:
@@ -464,14 +464,14 @@ class _SupportBreak(Agent):
         ):
             return action
         if not any(c["function"]["name"] == "list_orders" for c in made):
-            return support_baselines._tool_call("list_orders", {"email": task["facts"]["email"]}, f"call_l{len(made)}")
+            return tool_call_turn("list_orders", {"email": task["facts"]["email"]}, call_ids=[f"call_l{len(made)}"])
         listing = next((m.get("content") or "" for m in observation if m["role"] == "tool" and m.get("name") == "list_orders"), "")
         others = [o for o in re.findall(r'"order_id": "([^"]+)"', listing) if o != gold[0]["arguments"]["order_id"]]
         done = [c for c in made if c["function"]["name"] == gold[0]["name"] and others and others[0] in c["function"]["arguments"]]
         if not others:
             return action
         if not done:
-            return support_baselines._tool_call(gold[0]["name"], {**gold[0]["arguments"], "order_id": others[0]}, f"call_w{len(made)}")
+            return tool_call_turn(gold[0]["name"], {**gold[0]["arguments"], "order_id": others[0]}, call_ids=[f"call_w{len(made)}"])
         if self.mode == "wrong_order":
             verb = "refunded" if gold[0]["name"] == "refund_order" else "cancelled"
             return f"Done: I have {verb} order {others[0]} for you. Anything else?"
@@ -484,7 +484,7 @@ class _SupportBreak(Agent):
             return action  # the oracle's identification and lookup
         if tool not in called:
             arguments = {"order_id": order_id} | ({"summary": "customer request"} if tool == "escalate_to_human" else {})
-            return support_baselines._tool_call(tool, arguments, f"call_a{len(called)}")
+            return tool_call_turn(tool, arguments, call_ids=[f"call_a{len(called)}"])
         result = next((m.get("content") or "" for m in reversed(observation) if m["role"] == "tool"), "")
         if result.startswith(TOOL_ERROR_PREFIX):
             return "I'm sorry, I couldn't complete that. Is there anything else I can do?"
