@@ -413,7 +413,7 @@ def train_command(
         trainer = _load_trainer(train_config)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ServerError, DistributedError, RemoteEnvError) as exc:
         raise _fail(str(exc)) from None
-    from .trainers.policy import precision_line
+    from .trainers.device import precision_line
 
     if trainer.ranks.is_main:
         console.print(precision_line(trainer.mixed_precision, trainer.device, trainer.dtype), markup=False, highlight=False)
@@ -505,7 +505,7 @@ def sft_command(
         trainer = SFTTrainer(sft_config)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as exc:
         raise _fail(str(exc)) from None
-    from .trainers.policy import precision_line
+    from .trainers.device import precision_line
 
     report = trainer.data_report
     console.print(precision_line(trainer.mixed_precision, trainer.device, trainer.dtype), markup=False, highlight=False)

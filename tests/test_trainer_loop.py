@@ -355,15 +355,15 @@ def test_config_errors_say_what_to_change():
 
 
 def test_auto_mixed_precision_is_bf16_only_where_native_and_the_log_says_which(monkeypatch, caplog):
-    from judgegym.trainers import policy
+    from judgegym.trainers import device
 
     for native, dtype, expected in ((True, torch.float32, "bf16"), (False, torch.float32, "no"), (True, torch.bfloat16, "no")):
-        monkeypatch.setattr(policy, "native_bf16", lambda device, native=native: native)
+        monkeypatch.setattr(device, "native_bf16", lambda device, native=native: native)
         with caplog.at_level("INFO", logger="judgegym.trainers"):
-            assert policy.resolve_mixed_precision("auto", "cpu", dtype) == expected
+            assert device.resolve_mixed_precision("auto", "cpu", dtype) == expected
         assert f"mixed precision: {expected}" in caplog.text
         caplog.clear()
-        line = policy.precision_line(expected, "cpu", dtype)
+        line = device.precision_line(expected, "cpu", dtype)
         assert ("bf16 autocast" in line) == (expected == "bf16")
         if not native:
             assert "has no native bfloat16" in line

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import peak_rss_mb
-from ..trainers.policy import native_bf16
+from ..trainers.device import native_bf16
 
 
 def _adapter(args: argparse.Namespace) -> Path:

@@ -5,43 +5,32 @@ judge -> group advantages -> clipped policy loss over sampled tokens -> AdamW.
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import logging
 import math
 import os
 import queue
-import random
 import threading
 import time
 import uuid
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import torch
-from rich.console import Console
 
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
-from ..progress import RunProgress, format_seconds
-from ..trajectory import Group, Trajectory
+from ..trajectory import Group
 from .advantages import ScaleRewards, group_advantages
-from .checkpoint import (
-    TrainerState,
-    atomic_directory,
-    keep_best,
-    load_checkpoint,
-    prune_checkpoints,
-    resume_run,
-    save_checkpoint,
-    save_weights,
-)
+from .device import training_autocast
 from .distributed import Ranks
+from .loop import Trainer, format_metric
 from .loss import (
     IMPORTANCE_SAMPLING_METRICS,
     ImportanceSamplingMode,
@@ -50,20 +39,8 @@ from .loss import (
     policy_loss,
     selective_log_softmax,
 )
-from .policy import (
-    DEFAULT_LORA_TARGETS,
-    PolicyConfig,
-    append_metrics,
-    evaluate_policy,
-    load_policy,
-    make_scheduler,
-    resolve_device_dtype,
-    resolve_mixed_precision,
-    tensorboard_writer,
-    training_autocast,
-)
-from .policy import config_field as _field
-from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, _pad_id, make_envs, play_groups
+from .policy import DEFAULT_LORA_TARGETS, PolicyConfig, config_field
+from .rollout import RolloutBackend, RolloutEpisode, TransformersBackend, make_envs, pad_token_id, play_groups
 from .server_rollout import ServerBackend
 from .tokenize import TokenTrajectory
 from .vllm_rollout import LORA_RANKS, VLLMBackend, require_vllm
@@ -76,13 +53,6 @@ FULL_LEARNING_RATE = 1e-5
 _SEED_STRIDE = 1_000_003
 """Scenario seeds of run seed s start at s * stride: different run seeds see different scenarios."""
 
-_RESUMABLE_CHANGES = {
-    "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard", "eval_on_start",
-    "gpu_memory_utilization", "max_model_len", "server_urls", "server_urls_file", "server_timeout_s", "server_max_concurrent_requests",
-    "server_adapter_dir", "dist_timeout_s",
-}  # fmt: skip
-"""Config fields a resumed run may change without a warning."""
-
 
 @dataclass
 class GRPOConfig(PolicyConfig):
@@ -92,93 +62,99 @@ class GRPOConfig(PolicyConfig):
     ``max_grad_norm``, ``warmup_steps``, ...); TRL's ``num_generations`` is `group_size`."""
 
     # -- task ---------------------------------------------------------------------------
-    env_id: str = _field("RagSupport-v0", "Gymnasium id of the env to train on (a judgegym ChatEnv).")
-    env_kwargs: dict[str, Any] = _field(
+    env_id: str = config_field("RagSupport-v0", "Gymnasium id of the env to train on (a judgegym ChatEnv).")
+    env_kwargs: dict[str, Any] = config_field(
         help="Keyword arguments for gym.make, e.g. {'prefetch_k': 2}. Not max_turns (use max_turns) or defer_judging (always on).",
         factory=dict,
     )
-    env_url: str | None = _field(
+    env_url: str | None = config_field(
         None,
         "judgegym serve URL to play the env on (several, comma-separated, share the envs in turn); None: in this process. "
         "Judging stays here.",
     )
-    judge: str = _field(
+    judge: str = config_field(
         "verifier", "Training judge spec (judgegym.judges.make_judge): 'verifier', 'grounding', 'learned', 'ruler:MODEL', ..."
     )
-    eval_judge: str = _field("verifier", "Pointwise judge spec for held-out eval (a relative judge cannot score lone episodes).")
+    eval_judge: str = config_field("verifier", "Pointwise judge spec for held-out eval (a relative judge cannot score lone episodes).")
     # -- optimisation -------------------------------------------------------------------
-    learning_rate: float | None = _field(None, f"AdamW learning rate; None: {LORA_LEARNING_RATE:g} with LoRA, {FULL_LEARNING_RATE:g} full.")
-    weight_decay: float = _field(0.0, "AdamW weight decay.")
-    max_grad_norm: float = _field(1.0, "Clip the global gradient norm to this before each step (0 disables clipping).")
-    warmup_steps: int = _field(0, "Steps of linear learning-rate warmup.")
-    lr_scheduler: Literal["constant", "linear", "cosine"] = _field(
+    learning_rate: float | None = config_field(
+        None, f"AdamW learning rate; None: {LORA_LEARNING_RATE:g} with LoRA, {FULL_LEARNING_RATE:g} full."
+    )
+    weight_decay: float = config_field(0.0, "AdamW weight decay.")
+    max_grad_norm: float = config_field(1.0, "Clip the global gradient norm to this before each step (0 disables clipping).")
+    warmup_steps: int = config_field(0, "Steps of linear learning-rate warmup.")
+    lr_scheduler: Literal["constant", "linear", "cosine"] = config_field(
         "constant", "Learning-rate schedule after warmup (transformers.get_scheduler)."
     )
-    max_steps: int = _field(100, "Optimizer steps to train for.")
+    max_steps: int = config_field(100, "Optimizer steps to train for.")
     # -- batch --------------------------------------------------------------------------
-    scenarios_per_step: int = _field(4, "B: scenarios (groups) per optimizer step, taken in order from the train split.")
-    group_size: int = _field(8, "G: episodes per scenario (TRL's num_generations); advantages are relative within a group.")
-    micro_batch_size: int = _field(4, "Sequences per forward/backward pass; gradients accumulate over the whole step.")
+    scenarios_per_step: int = config_field(4, "B: scenarios (groups) per optimizer step, taken in order from the train split.")
+    group_size: int = config_field(8, "G: episodes per scenario (TRL's num_generations); advantages are relative within a group.")
+    micro_batch_size: int = config_field(4, "Sequences per forward/backward pass; gradients accumulate over the whole step.")
     # -- generation ---------------------------------------------------------------------
-    max_new_tokens: int = _field(256, "Most tokens the policy samples per assistant turn.")
-    max_turns: int = _field(6, "Most assistant turns per episode (passed to the env, which truncates the episode there).")
-    temperature: float = _field(1.0, "Sampling temperature (> 0); the loss uses the same temperature.")
-    top_p: float = _field(1.0, "Nucleus sampling. Keep 1.0: the logprobs do not model the truncation.")
-    backend: Literal["transformers", "vllm", "server"] = _field(
+    max_new_tokens: int = config_field(256, "Most tokens the policy samples per assistant turn.")
+    max_turns: int = config_field(6, "Most assistant turns per episode (passed to the env, which truncates the episode there).")
+    temperature: float = config_field(1.0, "Sampling temperature (> 0); the loss uses the same temperature.")
+    top_p: float = config_field(1.0, "Nucleus sampling. Keep 1.0: the logprobs do not model the truncation.")
+    backend: Literal["transformers", "vllm", "server"] = config_field(
         "transformers",
         "Rollout sampler: 'transformers' (the training model's generate, CPU or GPU), 'vllm' (an in-process vLLM engine on "
         "the same GPU serving the LoRA adapter; needs the gpu extra and use_lora) or 'server' (inference servers over HTTP, "
         "vLLM's OpenAI-compatible API, at server_urls; needs use_lora).",
     )
-    server_urls: list[str] = _field(
+    server_urls: list[str] = config_field(
         help="backend='server': base URLs of the inference servers (http://host:8000), all serving the policy model.", factory=list
     )
-    server_urls_file: str | None = _field(None, "backend='server': a file with one server URL per line (# comments), read at start.")
-    server_model: str | None = _field(
+    server_urls_file: str | None = config_field(None, "backend='server': a file with one server URL per line (# comments), read at start.")
+    server_model: str | None = config_field(
         None, "backend='server': the model name the servers serve (vllm serve --served-model-name); None: the model field."
     )
-    server_adapter_dir: str | None = _field(
+    server_adapter_dir: str | None = config_field(
         None, "backend='server': a folder every server can read at the same path, for each step's adapter; None: output_dir/adapters."
     )
-    server_max_concurrent_requests: int = _field(64, "backend='server': requests in flight per server at once.")
-    server_timeout_s: float = _field(600.0, "backend='server': a request's time limit; slower servers count as failed and are retried.")
-    max_off_policy_steps: int = _field(
+    server_max_concurrent_requests: int = config_field(64, "backend='server': requests in flight per server at once.")
+    server_timeout_s: float = config_field(
+        600.0, "backend='server': a request's time limit; slower servers count as failed and are retried."
+    )
+    max_off_policy_steps: int = config_field(
         0,
         "k: 0 samples each step's rollouts with the current policy (synchronous). k >= 1 samples the next steps' rollouts while "
         "the current step trains (backend='server'), never training on a sample more than k policy versions old.",
     )
-    gpu_memory_utilization: float = _field(
+    gpu_memory_utilization: float = config_field(
         0.3, "backend='vllm': share of the GPU's memory vLLM takes (weights + KV cache); the trainer's model and optimizer use the rest."
     )
-    max_model_len: int | None = _field(
+    max_model_len: int | None = config_field(
         None, "backend='vllm': longest sequence (prompt + completion) vLLM serves; None: the model's limit. Lower it to save KV memory."
     )
     # -- loss ---------------------------------------------------------------------------
-    epsilon: float = _field(0.2, "Lower clip range of the probability ratio: r >= 1 - epsilon.")
-    epsilon_high: float | None = _field(None, "Upper clip range (DAPO clip-higher, e.g. 0.28); None: epsilon.")
-    loss_type: LossType = _field("dapo", "'dapo' (token mean over the step), 'grpo' (sequence mean), 'dr_grpo' (constant normaliser).")
-    beta: float = _field(0.0, "KL coefficient (k3 estimator) toward the base model; needs use_lora (reference = adapter disabled).")
-    scale_rewards: ScaleRewards = _field("group", "Advantage scaling: 'group' std, 'batch' std, or 'none' (Dr. GRPO).")
-    importance_sampling: ImportanceSamplingMode | Literal["off"] | None = _field(
+    epsilon: float = config_field(0.2, "Lower clip range of the probability ratio: r >= 1 - epsilon.")
+    epsilon_high: float | None = config_field(None, "Upper clip range (DAPO clip-higher, e.g. 0.28); None: epsilon.")
+    loss_type: LossType = config_field(
+        "dapo", "'dapo' (token mean over the step), 'grpo' (sequence mean), 'dr_grpo' (constant normaliser)."
+    )
+    beta: float = config_field(0.0, "KL coefficient (k3 estimator) toward the base model; needs use_lora (reference = adapter disabled).")
+    scale_rewards: ScaleRewards = config_field("group", "Advantage scaling: 'group' std, 'batch' std, or 'none' (Dr. GRPO).")
+    importance_sampling: ImportanceSamplingMode | Literal["off"] | None = config_field(
         None,
         "Correct sampler/trainer logprob mismatch per token: 'truncate' (TIS), 'mask' (MIS), 'off', or None: 'truncate' when "
         "max_off_policy_steps > 0, else off.",
     )
-    importance_sampling_cap: float = _field(2.0, "Cap of the importance ratio pi_trainer / pi_sampler.")
+    importance_sampling_cap: float = config_field(2.0, "Cap of the importance ratio pi_trainer / pi_sampler.")
     # -- run ----------------------------------------------------------------------------
-    seed: int = _field(0, "Seeds the LoRA init, the scenario order and the sampling.")
-    output_dir: str = _field("runs/grpo", "Where metrics.jsonl, checkpoints/, best/, last/ and reward.png go.")
-    save_steps: int = _field(50, "Checkpoint every this many steps (0: never).")
-    keep_last: int | None = _field(2, "Checkpoints to keep (older ones are deleted); None or 0 keeps all.")
-    eval_steps: int = _field(50, "Held-out eval every this many steps, at step 0 and at the end (0: no eval).")
-    eval_episodes: int = _field(16, "Episodes per held-out eval (seeds 0..n-1 of eval_split, greedy decoding).")
-    eval_on_start: bool = _field(
+    seed: int = config_field(0, "Seeds the LoRA init, the scenario order and the sampling.")
+    output_dir: str = config_field("runs/grpo", "Where metrics.jsonl, checkpoints/, best/, last/ and reward.png go.")
+    save_steps: int = config_field(50, "Checkpoint every this many steps (0: never).")
+    keep_last: int | None = config_field(2, "Checkpoints to keep (older ones are deleted); None or 0 keeps all.")
+    eval_steps: int = config_field(50, "Held-out eval every this many steps, at step 0 and at the end (0: no eval).")
+    eval_episodes: int = config_field(16, "Episodes per held-out eval (seeds 0..n-1 of eval_split, greedy decoding).")
+    eval_on_start: bool = config_field(
         True, "Held-out eval at step 0 too (the policy before training); off when it is already known, e.g. an SFT run's last eval."
     )
-    eval_split: str = _field("test", "The env split held-out eval plays.")
-    tensorboard: bool = _field(False, "Also write TensorBoard scalars to output_dir/tensorboard (needs the tensorboard package).")
-    resume: bool | str = _field(False, "True: continue from the newest checkpoint in output_dir (if any); a path: that checkpoint.")
-    dist_timeout_s: float = _field(
+    eval_split: str = config_field("test", "The env split held-out eval plays.")
+    tensorboard: bool = config_field(False, "Also write TensorBoard scalars to output_dir/tensorboard (needs the tensorboard package).")
+    resume: bool | str = config_field(False, "True: continue from the newest checkpoint in output_dir (if any); a path: that checkpoint.")
+    dist_timeout_s: float = config_field(
         1800.0, "Under torchrun: the time limit of every collective; a rank that dies or hangs ends the run within it, never a hang."
     )
 
@@ -359,7 +335,7 @@ class _Pipeline:
             self.ready.put(error)
 
 
-class GRPOTrainer:
+class GRPOTrainer(Trainer):
     """GRPO over a judgegym env: each step plays B scenarios x G episodes, judges each group,
     and takes one policy-gradient step on the sampled tokens.
 
@@ -369,25 +345,28 @@ class GRPOTrainer:
         backend: a rollout backend instead of the one ``config.backend`` names.
 
     The model, optimizer, scheduler, (with ``config.resume``) the checkpoint and the rollout
-    backend are loaded here, and the backend is given the current weights; `train` runs the
-    remaining steps. ``config.backend="vllm"`` without vLLM installed raises ImportError
-    before anything is loaded. Files under ``output_dir``: ``metrics.jsonl`` (one JSON object
-    per step, see docs/trainer.md), ``config.json`` (the run's `GRPOConfig`),
+    backend are loaded here, and the backend is given the current weights; `train` (`Trainer`'s
+    run loop) runs the remaining steps. ``config.backend="vllm"`` without vLLM installed raises
+    ImportError before anything is loaded. Files under ``output_dir``: ``metrics.jsonl`` (one
+    JSON object per step, see docs/trainer.md), ``config.json`` (the run's `GRPOConfig`),
     ``checkpoints/step-N/``, ``best/`` and ``last/`` (loadable weights), ``eval/step-N.jsonl``
     (held-out episodes), ``reward.png`` (and ``vllm/`` with the vLLM backend).
     """
 
+    label = "GRPO"
+    step_activity = ": sampling, judging, updating"
+    resumable_changes = frozenset({
+        "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard", "eval_on_start",
+        "gpu_memory_utilization", "max_model_len", "server_urls", "server_urls_file", "server_timeout_s", "server_max_concurrent_requests",
+        "server_adapter_dir", "dist_timeout_s",
+    })  # fmt: skip
+    config: GRPOConfig
+
     def __init__(self, config: GRPOConfig, *, judge: Judge | None = None, backend: RolloutBackend | None = None):
-        self.config = config
-        self.output_dir = Path(config.output_dir)
-        self.checkpoints_dir = self.output_dir / "checkpoints"
-        self.metrics_path = self.output_dir / "metrics.jsonl"
         if backend is None and config.backend == "vllm":
             require_vllm()  # fail before loading anything
-        self.device, self.dtype = resolve_device_dtype(config.device, config.dtype)
-        self.mixed_precision = resolve_mixed_precision(config.mixed_precision, self.device, self.dtype)
+        super().__init__(config)
         self.ranks = Ranks.from_environment(device=self.device, timeout_s=config.dist_timeout_s)
-        """This process among the trainer's ranks (torchrun); one rank otherwise."""
         if self.ranks.active and config.device == "auto" and self.device == "cuda":
             self.device = f"cuda:{self.ranks.local_rank}"
         if config.scenarios_per_step % self.ranks.world_size:
@@ -395,30 +374,22 @@ class GRPOTrainer:
                 f"scenarios_per_step={config.scenarios_per_step} must be divisible by the {self.ranks.world_size} ranks: each rank "
                 "plays whole groups"
             )
-        _seed_everything(config.seed)
         if judge is None:
             from ..judges.specs import make_judge
 
             judge = make_judge(config.judge, env_id=config.env_id)
         self.judge = judge
-        self.model, self.tokenizer = self._load_model()
-        self.trainable = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.trainable, lr=config.effective_learning_rate, weight_decay=config.weight_decay)
-        self.scheduler = make_scheduler(config.lr_scheduler, self.optimizer, warmup_steps=config.warmup_steps, total_steps=config.max_steps)
+        self.env_id = config.env_id
+        self.total_steps = config.max_steps
+        self.model, self.tokenizer = self.load_model()
+        self.make_optimizer(config.effective_learning_rate)
         self.groups_per_rank = config.scenarios_per_step // self.ranks.world_size
         self.envs = make_envs(
             config.env_id, self.groups_per_rank * config.group_size, config.env_kwargs, max_turns=config.max_turns, env_url=config.env_url
         )
-        self.state = TrainerState()
-        self.history: list[dict[str, Any]] = []
-        """Metric records this trainer logged (also appended to metrics.jsonl)."""
         self.last_rollout: list[RolloutEpisode] = []
         """The episodes of the latest step (judged trajectories replace the unscored ones)."""
-        self.resumed_from: Path | None = None
-        self._prepare_output()
-        if self.ranks.is_main:
-            # The run's settings beside its adapters: `judgegym eval --from-run DIR` plays the same env with them.
-            (self.output_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8")
+        self.prepare_output()
         self.backend: RolloutBackend = backend or self._make_backend()
         if config.max_off_policy_steps > 0 and isinstance(self.backend, TransformersBackend | VLLMBackend):
             raise ValueError(f"max_off_policy_steps > 0 needs a sampler beside the trainer; {type(self.backend).__name__} is not one")
@@ -431,66 +402,58 @@ class GRPOTrainer:
         (`scenario_seeds` with this run's seed)."""
         return scenario_seeds(self.config.seed, cursor, count)
 
-    def train(self) -> list[dict[str, Any]]:
-        """Run steps ``state.step + 1 .. max_steps``; returns the metric records logged.
+    def close(self) -> None:
+        """Release what the trainer holds outside this process: the backend's connections to
+        inference servers, served envs' sessions, and under torchrun the process group it joined."""
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+        for env in self.envs:
+            env.close()
+        self.ranks.close()
 
-        Progress goes to stdout (rank 0's only under torchrun): in a terminal a bar labelled
-        with the phase (eval before training, step k/N, eval at step k), elsewhere one line
-        per step (reward, s/step, time left) and per held-out eval. With
-        ``max_off_policy_steps = k > 0`` a background thread samples and judges up to k steps
-        ahead of the update (`_Pipeline`)."""
-        config, main = self.config, self.ranks.is_main
-        writer = self._tensorboard() if main else None
-        console = None if main else Console(file=io.StringIO())
-        pipeline = _Pipeline(self, config.max_off_policy_steps) if config.max_off_policy_steps > 0 else None
+    # -- what the run loop asks (`Trainer`) ---------------------------------------------
+
+    @contextlib.contextmanager
+    def run_steps(self) -> Iterator[Callable[[], dict[str, Any]]]:
+        """With ``max_off_policy_steps = k > 0`` a background thread samples and judges up to k
+        steps ahead of the update (`_Pipeline`) while the loop runs; else each step plays its own."""
+        lag = self.config.max_off_policy_steps
+        if lag == 0:
+            yield self.train_step
+            return
+        pipeline = _Pipeline(self, lag)
+        pipeline.start()
+
+        def next_step() -> dict[str, Any]:
+            record = self.train_step(pipeline.next())
+            pipeline.trained(self.state.step)
+            return record
+
         try:
-            with RunProgress(config.max_steps, label="GRPO", completed=self.state.step, console=console) as progress:
-                if self.state.step == 0 and config.eval_steps and config.eval_on_start and main:
-                    self._log({"step": 0, **self._evaluate_and_keep_best(progress)}, writer)
-                if pipeline is not None:
-                    pipeline.start()
-                while self.state.step < config.max_steps:
-                    progress.phase(f"step {self.state.step + 1}/{config.max_steps}: sampling, judging, updating")
-                    record = self.train_step(pipeline.next() if pipeline is not None else None)
-                    if pipeline is not None:
-                        pipeline.trained(self.state.step)
-                    step = self.state.step
-                    progress.update(step, note=f"reward {_fmt(record.get('reward'))}, {record['step_time_s']:.1f} s/step")
-                    left = progress.time_left(record["step_time_s"])
-                    if not progress.live:
-                        progress.line(
-                            f"step {step}/{config.max_steps}: reward {_fmt(record.get('reward'))}, loss {_fmt(record.get('loss'))}, "
-                            f"{record['step_time_s']:.1f} s/step, about {format_seconds(left)} left"
-                        )
-                    if not main:
-                        continue
-                    if config.eval_steps and (step % config.eval_steps == 0 or step == config.max_steps):
-                        record.update(self._evaluate_and_keep_best(progress))
-                    self._log(record, writer)  # before the checkpoint: a crash in between re-runs this step
-                    if config.save_steps and step % config.save_steps == 0:
-                        progress.phase(f"step {step}/{config.max_steps}: saving a checkpoint")
-                        save_checkpoint(
-                            self.checkpoints_dir,
-                            model=self.model,
-                            optimizer=self.optimizer,
-                            scheduler=self.scheduler,
-                            state=self.state,
-                            config=config.to_dict(),
-                        )
-                        prune_checkpoints(self.checkpoints_dir, config.keep_last)
-                if main:
-                    progress.phase("saving the last adapter and the plot")
-                    with atomic_directory(self.output_dir / "last") as folder:
-                        save_weights(self.model, folder, self.tokenizer)
-                    plot_rewards(self.metrics_path, self.output_dir / "reward.png", train_judge=config.judge, eval_judge=config.eval_judge)
-                self.ranks.barrier("waiting for rank 0 to save the last adapter")
-                progress.phase("done")
+            yield next_step
         finally:
-            if pipeline is not None:
-                pipeline.stop()
-            if writer is not None:
-                writer.close()
-        return self.history
+            pipeline.stop()
+
+    def evaluates_at(self, step: int) -> bool:
+        """Every ``eval_steps``, at the end, and before training with ``eval_on_start``."""
+        config = self.config
+        if not config.eval_steps:
+            return False
+        return config.eval_on_start if step == 0 else step % config.eval_steps == 0 or step == config.max_steps
+
+    def eval_name(self, step: int) -> str:
+        return "eval before training" if step == 0 else "eval after training" if step == self.config.max_steps else f"eval at step {step}"
+
+    def describe_step(self, record: dict[str, Any]) -> tuple[str, str]:
+        reward, seconds = format_metric(record.get("reward")), record["step_time_s"]
+        return f"reward {reward}, {seconds:.1f} s/step", f"reward {reward}, loss {format_metric(record.get('loss'))}, {seconds:.1f} s/step"
+
+    def plot(self) -> None:
+        config = self.config
+        plot_rewards(self.metrics_path, self.output_dir / "reward.png", train_judge=config.judge, eval_judge=config.eval_judge)
+
+    # -- one step -----------------------------------------------------------------------
 
     def rollout(self, step: int, cursor: int) -> Rollout:
         """Play and judge step `step`'s groups (this rank's share of the scenarios at data-cursor
@@ -578,34 +541,6 @@ class GRPOTrainer:
         record.update(getattr(self.backend, "metrics", dict)())
         return record
 
-    def close(self) -> None:
-        """Release what the trainer holds outside this process: the backend's connections to
-        inference servers, served envs' sessions, and under torchrun the process group it joined."""
-        close = getattr(self.backend, "close", None)
-        if close is not None:
-            close()
-        for env in self.envs:
-            env.close()
-        self.ranks.close()
-
-    def evaluate(self, on_episode: Callable[[Trajectory], None] | None = None) -> dict[str, float]:
-        """Held-out eval of the current policy: ``eval_episodes`` greedy episodes of
-        ``eval_split`` scored by ``eval_judge``; returns ``eval/reward`` (mean),
-        ``eval/success`` (share at or above the success threshold), ``eval/failed`` and
-        ``eval/<metric>``, the mean of each judge component and episode counter (e.g.
-        ``eval/recall``). The judged episodes go to ``output_dir/eval/step-N.jsonl``;
-        `on_episode` is called with each as it finishes."""
-        return evaluate_policy(
-            self.model,
-            self.tokenizer,
-            self.config,
-            env_id=self.config.env_id,
-            out=self.output_dir / "eval" / f"step-{self.state.step}.jsonl",
-            name=f"grpo-step-{self.state.step}",
-            device=self.device,
-            on_episode=on_episode,
-        )
-
     # -- the update ---------------------------------------------------------------------
 
     def _update(self, batch: list[tuple[TokenTrajectory, float]]) -> dict[str, Any]:
@@ -646,7 +581,7 @@ class GRPOTrainer:
         if importance_sampling:
             sums.update({key: 0.0 for key in IMPORTANCE_SAMPLING_METRICS})
         for start in range(0, len(batch), config.micro_batch_size):
-            micro = _pad_batch(batch[start : start + config.micro_batch_size], _pad_id(self.tokenizer), self.device)
+            micro = _pad_batch(batch[start : start + config.micro_batch_size], pad_token_id(self.tokenizer), self.device)
             logits = self._logits(micro)
             logprobs = selective_log_softmax(logits, micro.targets, config.temperature)
             ref_logprobs = None
@@ -722,66 +657,7 @@ class GRPOTrainer:
             out = self.model(input_ids=micro.input_ids, attention_mask=micro.attention_mask, logits_to_keep=micro.keep, use_cache=False)
         return out.logits[:, :-1].float()
 
-    # -- eval, logging, files -----------------------------------------------------------
-
-    def _evaluate_and_keep_best(self, progress: RunProgress | None = None) -> dict[str, float]:
-        config, step, started = self.config, self.state.step, time.perf_counter()
-        name = "eval before training" if step == 0 else "eval after training" if step == config.max_steps else f"eval at step {step}"
-        finished = [0]
-
-        def advance(_: Trajectory) -> None:
-            finished[0] += 1
-            if progress is not None:
-                progress.phase(f"{name}: {finished[0]}/{config.eval_episodes} episodes")
-
-        if progress is not None:
-            progress.phase(f"{name}: 0/{config.eval_episodes} episodes")
-        metrics = self.evaluate(on_episode=advance)
-        reward = metrics["eval/reward"]
-        keep_best(self.state, step, metrics, folder=self.output_dir / "best", model=self.model, tokenizer=self.tokenizer)
-        metrics["timing/eval_s"] = time.perf_counter() - started
-        if progress is not None:
-            progress.line(
-                f"{name}: held-out reward {reward:.3f} ({config.eval_judge}, {config.eval_episodes} {config.eval_split} episodes, "
-                f"{metrics['timing/eval_s']:.0f} s)"
-            )
-        return metrics
-
-    def _log(self, record: dict[str, Any], writer: Any) -> None:
-        clean = append_metrics(self.metrics_path, record, writer)
-        self.history.append(clean)
-        shown = ", ".join(f"{k}={_fmt(clean.get(k))}" for k in ("reward", "loss", "eval/reward") if k in clean)
-        log.info("step %d: %s", record["step"], shown)
-
-    def _tensorboard(self) -> Any:
-        return tensorboard_writer(self.config.tensorboard, self.output_dir / "tensorboard", self.state.step + 1)
-
-    def _prepare_output(self) -> None:
-        """Resume from a checkpoint, or check that the output folder holds no other run. Under
-        torchrun rank 0 does the checks and picks the checkpoint; every rank loads it."""
-        if not self.ranks.is_main:
-            checkpoint = self.ranks.broadcast(None)
-            if checkpoint is not None:
-                self.state, _ = load_checkpoint(checkpoint, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler)
-                self.resumed_from = Path(checkpoint)
-            return
-        try:
-            self._prepare_main_output()
-        except BaseException:
-            self.ranks.broadcast(None)  # the others must not wait for a checkpoint that will not come
-            raise
-        self.ranks.broadcast(str(self.resumed_from) if self.resumed_from is not None else None)
-
-    def _prepare_main_output(self) -> None:
-        self.state, self.resumed_from = resume_run(
-            self.output_dir,
-            self.config.resume,
-            model=self.model,
-            optimizer=self.optimizer,
-            scheduler=self.scheduler,
-            config=self.config.to_dict(),
-            may_change=_RESUMABLE_CHANGES,
-        )
+    # -- the rollout backend ------------------------------------------------------------
 
     def _make_backend(self) -> RolloutBackend:
         """The rollout backend ``config.backend`` names."""
@@ -817,18 +693,6 @@ class GRPOTrainer:
                 stacklevel=3,
             )
         return backend
-
-    def _load_model(self) -> tuple[Any, Any]:
-        config = self.config
-        return load_policy(
-            config.model,
-            self.dtype,
-            self.device,
-            lora=config.lora_config() if config.use_lora else None,
-            init_adapter=config.init_adapter,
-            gradient_checkpointing=config.gradient_checkpointing,
-            seed=config.seed,
-        )
 
     def _sync_backend(self) -> None:
         """Give the backend the current weights (on every rank: a backend whose servers rank 0
@@ -999,16 +863,6 @@ def _step_scheduler_only(scheduler: Any) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`")
         scheduler.step()
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
 
 
 __all__ = ["DEFAULT_LORA_TARGETS", "GRPOConfig", "GRPOTrainer", "plot_rewards"]

@@ -96,7 +96,7 @@ class TransformersBackend:
         rows_of = prompt_rows(prompts)
         if not rows_of:
             return [], []
-        pad, eos = _pad_id(self.tokenizer), self.tokenizer.eos_token_id
+        pad, eos = pad_token_id(self.tokenizer), self.tokenizer.eos_token_id
         # A fresh GenerationConfig: nothing inherited from the model's defaults (repetition
         # penalty, top_k=50, ...) may change the distribution the logprobs describe.
         config = GenerationConfig(
@@ -273,11 +273,16 @@ def prompt_rows(prompts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[
     return rows_of
 
 
-def _pad_id(tokenizer: Any) -> int:
+def pad_token_id(tokenizer: Any) -> int:
+    """The id that pads a batch's rows: the tokenizer's pad token, else its EOS token.
+
+    Raises:
+        ValueError: the tokenizer has neither.
+    """
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     if pad is None:
         raise ValueError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token before training")
     return int(pad)
 
 
-__all__ = ["RolloutBackend", "RolloutEpisode", "TransformersBackend", "make_envs", "play_groups", "prompt_rows"]
+__all__ = ["RolloutBackend", "RolloutEpisode", "TransformersBackend", "make_envs", "pad_token_id", "play_groups", "prompt_rows"]

@@ -15,7 +15,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,37 +24,14 @@ import numpy as np
 import torch
 
 from ..evaluation.selection import select_trajectories
-from ..progress import RunProgress, format_seconds
 from ..trajectory import Group, Message, Trajectory
-from .checkpoint import (
-    TrainerState,
-    atomic_directory,
-    keep_best,
-    prune_checkpoints,
-    resume_run,
-    save_checkpoint,
-    save_weights,
-)
-from .grpo import _seed_everything
-from .policy import (
-    PolicyConfig,
-    append_metrics,
-    evaluate_policy,
-    load_policy,
-    make_scheduler,
-    resolve_device_dtype,
-    resolve_mixed_precision,
-    tensorboard_writer,
-    training_autocast,
-)
-from .policy import config_field as _field
-from .rollout import _pad_id
+from .device import training_autocast
+from .loop import Trainer
+from .policy import PolicyConfig, config_field
+from .rollout import pad_token_id
 from .tokenize import EpisodeTokenizer, TemplateError, TokenTrajectory
 
 log = logging.getLogger("judgegym.trainers")
-
-_RESUMABLE_CHANGES = {"resume", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard"}
-"""Config fields a resumed run may change without a warning."""
 
 
 @dataclass
@@ -64,51 +41,51 @@ class SFTConfig(PolicyConfig):
     run writes continues under ``judgegym train --init-adapter DIR`` unchanged."""
 
     # -- data ---------------------------------------------------------------------------
-    data: list[str] = _field(
+    data: list[str] = config_field(
         help="JSONL files of trajectories, groups (judgegym) or OpenAI chat lines ({'messages', 'tools'}).", factory=list
     )
-    min_reward: float | None = _field(None, "Keep trajectories whose reward is at least this (unscored ones go).")
-    best_of_group: bool = _field(False, "Keep only the best trajectory of each scenario (a group, or an eval run's trials).")
-    min_components: dict[str, float] = _field(
+    min_reward: float | None = config_field(None, "Keep trajectories whose reward is at least this (unscored ones go).")
+    best_of_group: bool = config_field(False, "Keep only the best trajectory of each scenario (a group, or an eval run's trials).")
+    min_components: dict[str, float] = config_field(
         help="Keep trajectories whose judge components are at least these, e.g. {'recall': 1.0, 'citation': 1.0}.", factory=dict
     )
-    max_length: int = _field(4096, "Episodes longer than this many tokens are left out (and counted), never cut mid-turn.")
+    max_length: int = config_field(4096, "Episodes longer than this many tokens are left out (and counted), never cut mid-turn.")
     # -- model: PolicyConfig's fields, and ----------------------------------------------
     # -- optimisation ---------------------------------------------------------------------
-    learning_rate: float = _field(2e-4, "AdamW learning rate (2e-4 suits LoRA; use about 1e-5 for full fine-tuning).")
-    weight_decay: float = _field(0.0, "AdamW weight decay.")
-    max_grad_norm: float = _field(1.0, "Clip the global gradient norm to this before each step (0 disables clipping).")
-    warmup_steps: int = _field(0, "Steps of linear learning-rate warmup.")
-    lr_scheduler: Literal["constant", "linear", "cosine"] = _field("cosine", "Learning-rate schedule after warmup.")
-    epochs: int = _field(1, "Passes over the selected data.")
-    max_steps: int | None = _field(None, "Stop after this many optimizer steps (None: all the epochs' steps).")
-    micro_batch_tokens: int = _field(
+    learning_rate: float = config_field(2e-4, "AdamW learning rate (2e-4 suits LoRA; use about 1e-5 for full fine-tuning).")
+    weight_decay: float = config_field(0.0, "AdamW weight decay.")
+    max_grad_norm: float = config_field(1.0, "Clip the global gradient norm to this before each step (0 disables clipping).")
+    warmup_steps: int = config_field(0, "Steps of linear learning-rate warmup.")
+    lr_scheduler: Literal["constant", "linear", "cosine"] = config_field("cosine", "Learning-rate schedule after warmup.")
+    epochs: int = config_field(1, "Passes over the selected data.")
+    max_steps: int | None = config_field(None, "Stop after this many optimizer steps (None: all the epochs' steps).")
+    micro_batch_tokens: int = config_field(
         2048,
         "Most tokens (padded: rows x longest row) per forward/backward pass; episodes of similar length share one. The "
         "activations grow with it: 4096 peaked at 13.4 GB in float32 for SmolLM2-135M, 2048 stays under 8 GB.",
     )
-    gradient_accumulation_steps: int = _field(4, "Micro-batches per optimizer step; the loss is the token mean over the whole step.")
+    gradient_accumulation_steps: int = config_field(4, "Micro-batches per optimizer step; the loss is the token mean over the whole step.")
     # -- held-out eval --------------------------------------------------------------------
-    env_id: str | None = _field(None, "Env of the held-out eval (None: the data's env, when every trajectory names the same one).")
-    env_kwargs: dict[str, Any] = _field(help="Keyword arguments for the eval env's gym.make.", factory=dict)
-    env_url: str | None = _field(
+    env_id: str | None = config_field(None, "Env of the held-out eval (None: the data's env, when every trajectory names the same one).")
+    env_kwargs: dict[str, Any] = config_field(help="Keyword arguments for the eval env's gym.make.", factory=dict)
+    env_url: str | None = config_field(
         None,
         "judgegym serve URL to play the eval env on (several, comma-separated, share the envs in turn); None: in this process. "
         "Judging stays here.",
     )
-    eval_judge: str = _field("verifier", "Pointwise judge spec for held-out eval.")
-    eval_steps: int = _field(0, "Held-out eval every this many steps, and at the end (0: only at the end; eval_episodes=0: never).")
-    eval_episodes: int = _field(16, "Episodes per held-out eval (seeds 0..n-1 of eval_split, greedy); 0 disables eval.")
-    eval_split: str = _field("test", "The env split held-out eval plays.")
-    max_new_tokens: int = _field(256, "Eval: most tokens per assistant turn.")
-    max_turns: int = _field(6, "Eval: most assistant turns per episode.")
+    eval_judge: str = config_field("verifier", "Pointwise judge spec for held-out eval.")
+    eval_steps: int = config_field(0, "Held-out eval every this many steps, and at the end (0: only at the end; eval_episodes=0: never).")
+    eval_episodes: int = config_field(16, "Episodes per held-out eval (seeds 0..n-1 of eval_split, greedy); 0 disables eval.")
+    eval_split: str = config_field("test", "The env split held-out eval plays.")
+    max_new_tokens: int = config_field(256, "Eval: most tokens per assistant turn.")
+    max_turns: int = config_field(6, "Eval: most assistant turns per episode.")
     # -- run ------------------------------------------------------------------------------
-    seed: int = _field(0, "Seeds the LoRA init and the order of the batches.")
-    output_dir: str = _field("runs/sft", "Where metrics.jsonl, checkpoints/, best/, last/, eval/ and loss.png go.")
-    save_steps: int = _field(50, "Checkpoint every this many steps (0: never).")
-    keep_last: int | None = _field(2, "Checkpoints to keep (older ones are deleted); None or 0 keeps all.")
-    tensorboard: bool = _field(False, "Also write TensorBoard scalars to output_dir/tensorboard.")
-    resume: bool | str = _field(False, "True: continue from the newest checkpoint in output_dir (if any); a path: that checkpoint.")
+    seed: int = config_field(0, "Seeds the LoRA init and the order of the batches.")
+    output_dir: str = config_field("runs/sft", "Where metrics.jsonl, checkpoints/, best/, last/, eval/ and loss.png go.")
+    save_steps: int = config_field(50, "Checkpoint every this many steps (0: never).")
+    keep_last: int | None = config_field(2, "Checkpoints to keep (older ones are deleted); None or 0 keeps all.")
+    tensorboard: bool = config_field(False, "Also write TensorBoard scalars to output_dir/tensorboard.")
+    resume: bool | str = config_field(False, "True: continue from the newest checkpoint in output_dir (if any); a path: that checkpoint.")
 
     def __post_init__(self) -> None:
         problems = []
@@ -251,7 +228,7 @@ def length_grouped_batches(lengths: Sequence[int], max_tokens: int, seed: int) -
 # -- the trainer ----------------------------------------------------------------------------
 
 
-class SFTTrainer:
+class SFTTrainer(Trainer):
     """Supervised fine-tuning of a policy on selected trajectories.
 
     Args:
@@ -261,7 +238,9 @@ class SFTTrainer:
     Loading selects the trajectories (`select_trajectories` with the config's filters),
     tokenizes them (`tokenize_trajectory`; episodes over ``max_length`` are left out and
     counted), plans every epoch's length-grouped micro-batches from the seed, and loads the
-    model (and, with ``resume``, the checkpoint). `train` runs the remaining steps. Files under
+    model (and, with ``resume``, the checkpoint). `train` (`Trainer`'s run loop) runs the
+    remaining steps; held-out eval (when an env is known and ``eval_episodes > 0``) runs every
+    ``eval_steps`` and at the end, and ``best/`` keeps the weights of the best eval. Files under
     ``output_dir``: ``metrics.jsonl``, ``config.json``, ``data.json`` (what was selected and
     left out), ``checkpoints/step-N/``, ``best/`` and ``last/``, ``eval/step-N.jsonl`` and
     ``loss.png``.
@@ -270,27 +249,17 @@ class SFTTrainer:
         ValueError: nothing left to train on after selection, or a bad data line.
     """
 
+    label = "SFT"
+    resumable_changes = frozenset({"resume", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard"})
+    config: SFTConfig
+
     def __init__(self, config: SFTConfig, *, records: Sequence[Trajectory | Group] | None = None):
-        self.config = config
-        self.output_dir = Path(config.output_dir)
-        self.checkpoints_dir = self.output_dir / "checkpoints"
-        self.metrics_path = self.output_dir / "metrics.jsonl"
         if records is None:
             if not config.data:
                 raise ValueError("SFT needs data: set SFTConfig.data to JSONL files, or pass records=")
             records = read_sft_records(config.data)
-        self.device, self.dtype = resolve_device_dtype(config.device, config.dtype)
-        self.mixed_precision = resolve_mixed_precision(config.mixed_precision, self.device, self.dtype)
-        _seed_everything(config.seed)
-        self.model, self.tokenizer = load_policy(
-            config.model,
-            self.dtype,
-            self.device,
-            lora=config.lora_config() if config.use_lora else None,
-            init_adapter=config.init_adapter,
-            gradient_checkpointing=config.gradient_checkpointing,
-            seed=config.seed,
-        )
+        super().__init__(config)
+        self.model, self.tokenizer = self.load_model()
         self.examples, self.data_report = self._examples(records)
         self.env_id = config.env_id or self._data_env()
         lengths = [len(example.tokens.input_ids) for example in self.examples]
@@ -305,60 +274,35 @@ class SFTTrainer:
         if config.max_steps is not None:
             self.total_steps = min(self.total_steps, config.max_steps)
         self.steps_per_epoch = len(self.plan) / config.epochs / accumulation
-        self.trainable = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.trainable, lr=config.learning_rate, weight_decay=config.weight_decay)
-        self.scheduler = make_scheduler(config.lr_scheduler, self.optimizer, warmup_steps=config.warmup_steps, total_steps=self.total_steps)
-        self.state = TrainerState()
-        self.history: list[dict[str, Any]] = []
-        self.resumed_from: Path | None = None
-        self._prepare_output()
-        (self.output_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8")
+        self.make_optimizer(config.learning_rate)
+        self.prepare_output()
         (self.output_dir / "data.json").write_text(json.dumps(self.data_report, indent=2), encoding="utf-8")
 
-    # -- public API ---------------------------------------------------------------------
+    # -- what the run loop asks (`Trainer`) -----------------------------------------------
 
-    def train(self) -> list[dict[str, Any]]:
-        """Run steps ``state.step + 1 .. total_steps``; returns the metric records logged.
-        Held-out eval (when an env is known and ``eval_episodes > 0``) runs every
-        ``eval_steps`` and at the end; ``best/`` keeps the weights of the best eval."""
+    def evaluates_at(self, step: int) -> bool:
+        """Every ``eval_steps`` and at the end, when there is an env to evaluate on and
+        ``eval_episodes > 0``; never before training."""
         config = self.config
-        writer = tensorboard_writer(config.tensorboard, self.output_dir / "tensorboard", self.state.step + 1)
-        evaluating = bool(self.env_id) and config.eval_episodes > 0
-        try:
-            with RunProgress(self.total_steps, label="SFT", completed=self.state.step) as progress:
-                while self.state.step < self.total_steps:
-                    progress.phase(f"step {self.state.step + 1}/{self.total_steps}")
-                    record = self.train_step()
-                    step = self.state.step
-                    progress.update(step, note=f"loss {record['loss']:.3f}, {record['step_time_s']:.1f} s/step")
-                    left = progress.time_left(record["step_time_s"])
-                    if not progress.live:
-                        progress.line(
-                            f"step {step}/{self.total_steps}: loss {record['loss']:.3f}, {record['tokens_per_s']:.0f} tokens/s, "
-                            f"about {format_seconds(left)} left"
-                        )
-                    last = step == self.total_steps
-                    if evaluating and (last or (config.eval_steps and step % config.eval_steps == 0)):
-                        record.update(self._evaluate_and_keep_best(progress))
-                    self._log(record, writer)
-                    if config.save_steps and (step % config.save_steps == 0 or last):
-                        save_checkpoint(
-                            self.checkpoints_dir,
-                            model=self.model,
-                            optimizer=self.optimizer,
-                            scheduler=self.scheduler,
-                            state=self.state,
-                            config=config.to_dict(),
-                        )
-                        prune_checkpoints(self.checkpoints_dir, config.keep_last)
-                progress.phase("saving the last weights and the plot")
-                with atomic_directory(self.output_dir / "last") as folder:
-                    save_weights(self.model, folder, self.tokenizer)
-                plot_sft(self.metrics_path, self.output_dir / "loss.png")
-        finally:
-            if writer is not None:
-                writer.close()
-        return self.history
+        if step == 0 or not (self.env_id and config.eval_episodes > 0):
+            return False
+        return step == self.total_steps or bool(config.eval_steps) and step % config.eval_steps == 0
+
+    def checkpoints_at(self, step: int) -> bool:
+        """Every ``save_steps`` and at the end (0: never)."""
+        return super().checkpoints_at(step) or bool(self.config.save_steps) and step == self.total_steps
+
+    def eval_setting(self) -> str:
+        return f"{super().eval_setting()} of {self.env_id}"
+
+    def describe_step(self, record: dict[str, Any]) -> tuple[str, str]:
+        loss = f"loss {record['loss']:.3f}"
+        return f"{loss}, {record['step_time_s']:.1f} s/step", f"{loss}, {record['tokens_per_s']:.0f} tokens/s"
+
+    def plot(self) -> None:
+        plot_sft(self.metrics_path, self.output_dir / "loss.png")
+
+    # -- one step -------------------------------------------------------------------------
 
     def train_step(self) -> dict[str, Any]:
         """One optimizer step over the next ``gradient_accumulation_steps`` micro-batches of the
@@ -401,22 +345,6 @@ class SFTTrainer:
             "tokens_per_s": input_tokens / elapsed,
             "step_time_s": elapsed,
         }
-
-    def evaluate(self, on_episode: Callable[[Trajectory], None] | None = None) -> dict[str, float]:
-        """Held-out eval of the current weights (`evaluate_policy` on ``env_id``); the
-        episodes go to ``output_dir/eval/step-N.jsonl``."""
-        if not self.env_id:
-            raise ValueError("no env to evaluate on: set SFTConfig.env_id (the data does not name one env)")
-        return evaluate_policy(
-            self.model,
-            self.tokenizer,
-            self.config,
-            env_id=self.env_id,
-            out=self.output_dir / "eval" / f"step-{self.state.step}.jsonl",
-            name=f"sft-step-{self.state.step}",
-            device=self.device,
-            on_episode=on_episode,
-        )
 
     # -- internals ------------------------------------------------------------------------
 
@@ -472,7 +400,7 @@ class SFTTrainer:
         positions: the vocabulary-wide logits of a long multi-turn episode would dwarf the
         rest of the activations."""
         width = max(len(t.input_ids) for t in items)
-        pad = _pad_id(self.tokenizer)
+        pad = pad_token_id(self.tokenizer)
         input_ids = torch.full((len(items), width), pad, dtype=torch.long)
         attention = torch.zeros((len(items), width), dtype=torch.long)
         predicts = torch.zeros((len(items), width), dtype=torch.bool)  # position p predicts token p + 1
@@ -492,38 +420,6 @@ class SFTTrainer:
         nll = torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
         hits = int((logits.argmax(-1) == targets).sum())
         return nll, hits
-
-    def _evaluate_and_keep_best(self, progress: RunProgress) -> dict[str, float]:
-        config, step, started = self.config, self.state.step, time.perf_counter()
-        finished = [0]
-
-        def advance(_: Trajectory) -> None:
-            finished[0] += 1
-            progress.phase(f"eval at step {step}: {finished[0]}/{config.eval_episodes} episodes")
-
-        metrics = self.evaluate(on_episode=advance)
-        reward = metrics["eval/reward"]
-        keep_best(self.state, step, metrics, folder=self.output_dir / "best", model=self.model, tokenizer=self.tokenizer)
-        metrics["timing/eval_s"] = time.perf_counter() - started
-        progress.line(
-            f"eval at step {step}: held-out reward {reward:.3f} ({config.eval_judge}, {config.eval_episodes} {config.eval_split} "
-            f"episodes of {self.env_id}, {metrics['timing/eval_s']:.0f} s)"
-        )
-        return metrics
-
-    def _log(self, record: dict[str, Any], writer: Any) -> None:
-        self.history.append(append_metrics(self.metrics_path, record, writer))
-
-    def _prepare_output(self) -> None:
-        self.state, self.resumed_from = resume_run(
-            self.output_dir,
-            self.config.resume,
-            model=self.model,
-            optimizer=self.optimizer,
-            scheduler=self.scheduler,
-            config=self.config.to_dict(),
-            may_change=_RESUMABLE_CHANGES,
-        )
 
 
 def _body(model: Any) -> Any:

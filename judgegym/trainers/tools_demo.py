@@ -190,8 +190,8 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     import resource
     import time
 
+    from .device import release_memory
     from .grpo import GRPOConfig, GRPOTrainer
-    from .policy import release_memory
     from .sft import SFTConfig, SFTTrainer
 
     config = config or ToolsDemoConfig()
