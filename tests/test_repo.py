@@ -174,6 +174,35 @@ def test_benchmarks_and_test_doubles_stay_outside_the_library():
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.slow  # imports every module of the package
+def test_every_import_of_judgegym_names_something_that_exists():
+    """Imports inside functions run only when their path does: a moved module must not leave one
+    pointing nowhere."""
+    import ast
+    import importlib
+
+    missing = []
+    for path, _ in _modules():
+        package = list(path.relative_to(ROOT).with_suffix("").parts)[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, node.module] if node.module else base)
+                pairs = [(module, a.name) for a in node.names] if module.startswith("judgegym") else []
+            elif isinstance(node, ast.Import):
+                pairs = [(a.name, None) for a in node.names if a.name.startswith("judgegym")]
+            else:
+                continue
+            for module, name in pairs:
+                try:
+                    imported = importlib.import_module(module)
+                    if name is not None and not hasattr(imported, name):
+                        importlib.import_module(f"{module}.{name}")
+                except ImportError as exc:
+                    missing.append(f"{path.relative_to(ROOT)}: {module} {name or ''} ({exc})")
+    assert not missing, "\n".join(missing)
+
+
 def test_no_module_imports_another_modules_private_names():
     """A name with a leading underscore belongs to its module: what two modules share is public."""
     import ast

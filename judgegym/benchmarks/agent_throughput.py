@@ -80,7 +80,7 @@ def save_random_model(assets: Path, folder: Path, dtype: str, **overrides: Any) 
 def measure(model: Any, tokenizer: Any, *, batch: int, episodes: int, max_tokens: int, device: str) -> dict[str, Any]:
     """Play `episodes` episodes with `batch` in flight; tokens/s inside generate."""
     from ..agents.hf import HFAgent
-    from .eval import evaluate
+    from ..evaluation import evaluate
 
     agent = HFAgent("random", model_obj=model, tokenizer_obj=tokenizer, device=device, max_tokens=max_tokens, max_batch=batch)
     env_kwargs = {"split": "test", "prefetch_k": 2, "max_turns": 1}

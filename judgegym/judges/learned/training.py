@@ -151,7 +151,7 @@ def training_groups(
                 if name != "judge-bench":
                     episode.info["teacher"] = teacher_score(name, episode)
         else:
-            from ..judges.grounding import GroundingJudge
+            from ..grounding import GroundingJudge
 
             episodes = play()
             groundings = GroundingJudge().score_many(episodes)
