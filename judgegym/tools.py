@@ -17,6 +17,8 @@ from typing import Any
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from .formats.chat import TOOL_ERROR_PREFIX
+
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 
 
@@ -112,32 +114,34 @@ class ToolSet:
         tool = self.tools.get(name)
         if tool is None:
             available = ", ".join(self.tools) or "none"
-            return ToolResult(clean_text(f"Error: unknown tool {name!r}. Available tools: {available}."), "unknown_tool")
+            return ToolResult(clean_text(f"{TOOL_ERROR_PREFIX}: unknown tool {name!r}. Available tools: {available}."), "unknown_tool")
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except (ValueError, RecursionError) as exc:  # ValueError: also over-long integer literals
                 detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nested too deeply"
-                return ToolResult(f"Error: arguments for {name!r} are not valid JSON ({detail}). {_usage(tool)}", "invalid_json")
+                return ToolResult(
+                    f"{TOOL_ERROR_PREFIX}: arguments for {name!r} are not valid JSON ({detail}). {_usage(tool)}", "invalid_json"
+                )
         if not isinstance(arguments, dict):
             return ToolResult(
-                f"Error: arguments for {name!r} must be a JSON object, got {type(arguments).__name__}. {_usage(tool)}",
+                f"{TOOL_ERROR_PREFIX}: arguments for {name!r} must be a JSON object, got {type(arguments).__name__}. {_usage(tool)}",
                 "invalid_json",
             )
         try:
             validated = tool.arguments.model_validate(arguments)
         except ValidationError as exc:
             return ToolResult(
-                clean_text(f"Error: invalid arguments for {name!r}: {_describe(exc)}. {_usage(tool)}"),
+                clean_text(f"{TOOL_ERROR_PREFIX}: invalid arguments for {name!r}: {_describe(exc)}. {_usage(tool)}"),
                 "invalid_arguments",
             )
         try:
             output = tool.fn(**{field: getattr(validated, field) for field in type(validated).model_fields})
             text = output if isinstance(output, str) else json.dumps(output, default=str)
         except ToolError as exc:
-            return ToolResult(clean_text(f"Error: {exc}"), "tool_error")
+            return ToolResult(clean_text(f"{TOOL_ERROR_PREFIX}: {exc}"), "tool_error")
         except Exception as exc:  # a tool bug must not end the episode; the agent reads it
-            return ToolResult(clean_text(f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"), "tool_error")
+            return ToolResult(clean_text(f"{TOOL_ERROR_PREFIX}: tool {name!r} failed: {type(exc).__name__}: {exc}"), "tool_error")
         return ToolResult(self.truncate(clean_text(text)))
 
     def truncate(self, text: str) -> str:
