@@ -75,6 +75,7 @@ def make_config(tmp_path: Path, model: str, **overrides) -> GRPOConfig:
         "save_steps": 0,
         "output_dir": str(tmp_path / "run"),
         "mixed_precision": "no",  # exact float32 math; the bf16 update has its own test
+        "generation_dtype": "training",  # the sampler is the trainer; the bf16 generation copy has its own test
     }
     return GRPOConfig(**{**options, **overrides})
 
@@ -303,6 +304,79 @@ def test_kv_reuse_across_turns_samples_what_rereading_samples(tiny_model, max_ca
         assert stats.evicted_tokens > 0 and cache.cached_tokens <= max_cached_tokens
     reuse.sync_weights(model)
     assert cache.cached_tokens == 0  # new weights: every kept cache is stale
+
+
+def test_generation_copy_is_the_merged_model_and_follows_each_step(tiny_model):
+    """A `GenerationCopy` in float32 computes the training model's logits with LoRA merged in,
+    takes the new weights at `refresh`, and never modifies the training model; in bfloat16 it
+    stays close."""
+    from peft import LoraConfig, get_peft_model
+
+    from judgegym.agents.generation_copy import GenerationCopy
+    from judgegym.agents.hf import load_model
+
+    model, _ = load_model(str(tiny_model), torch.float32)
+    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"]))
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10, 11]])
+
+    def logits(m):
+        with torch.no_grad():
+            return m(input_ids=ids).logits.float()
+
+    exact, rounded = GenerationCopy(peft_model, torch.float32), GenerationCopy(peft_model, torch.bfloat16)
+    for step in range(2):
+        with torch.no_grad():  # an optimizer step: the adapter moves
+            for name, param in peft_model.named_parameters():
+                if "lora_" in name:
+                    param.add_(torch.randn_like(param) * 0.5)
+        assert not torch.allclose(logits(exact.model), logits(peft_model), atol=1e-3)  # stale until refreshed
+        exact.refresh(peft_model)
+        rounded.refresh(peft_model)
+        assert torch.allclose(logits(exact.model), logits(peft_model), atol=1e-4), step
+        assert (logits(rounded.model) - logits(peft_model)).abs().max() < 0.1
+    assert rounded.model.dtype == torch.bfloat16 and not hasattr(exact.model, "peft_config")
+    assert any("lora_A" in name for name, _ in peft_model.named_parameters())  # the training model keeps its adapter
+
+
+def test_grpo_samples_with_a_bfloat16_copy_and_corrects_the_difference(tmp_path, tiny_model):
+    """generation_dtype='bfloat16': the backend samples with a merged bfloat16 copy, refreshed
+    after the step; the sampler's log-probabilities differ a little from the trainer's, so
+    truncated importance sampling is on by default."""
+    config = make_config(tmp_path, tiny_model, generation_dtype="bfloat16", max_steps=2)
+    trainer = GRPOTrainer(config, judge=ScriptedJudge(text_hash_reward))
+    backend = trainer.backend
+    assert backend.model is not trainer.model and backend.model.dtype == torch.bfloat16
+    assert trainer.importance_sampling == "truncate"
+    before = {n: p.clone() for n, p in backend.model.named_parameters()}
+    record = trainer.train_step()
+    assert record["num_trained_tokens"] > 0
+    assert 0 < record["sampling/sampling_logp_difference/max"] < 0.5
+    assert any(not torch.equal(before[n], p) for n, p in backend.model.named_parameters())  # refreshed after the step
+
+
+def test_growing_cache_layer_holds_what_concatenation_holds():
+    """`GrowingLayer` writes steps into reserved space (and grows past it): its keys and values
+    are those `DynamicLayer`'s concatenation gives, also after selecting rows."""
+    from transformers.cache_utils import DynamicLayer
+
+    from judgegym.agents.prefix_cache import growing_layer_class
+
+    growing_cls = growing_layer_class()
+    first = torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4)
+    buffers = [torch.zeros(3, 2, 7, 4), torch.zeros(3, 2, 7, 4)]
+    buffers[0][..., :5, :], buffers[1][..., :5, :] = first
+    growing, plain = growing_cls(*buffers, 5), DynamicLayer()
+    plain.update(*first)
+    for length in (1, 1, 3, 1):  # past the 7 reserved positions: the buffers grow
+        step = torch.randn(3, 2, length, 4), torch.randn(3, 2, length, 4)
+        got, want = growing.update(*step), plain.update(*step)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert growing.get_seq_length() == plain.get_seq_length() == 11
+    growing.batch_select_indices(torch.tensor([2, 0]))
+    plain.batch_select_indices(torch.tensor([2, 0]))
+    step = torch.randn(2, 2, 1, 4), torch.randn(2, 2, 1, 4)
+    got, want = growing.update(*step), plain.update(*step)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
 def digit_share(trajectory: Trajectory) -> float:

@@ -22,7 +22,8 @@ class HFAgent(BatchedAgent):
     Args:
         model: an embedded model name (``smollm2-135m``, the default), a local folder, or a
             hub id (hubs are only reached if you allow it).
-        adapter: a peft LoRA adapter folder loaded on top of the base model.
+        adapter: a peft LoRA adapter folder loaded on top of the base model (merged into its
+            weights: the agent only generates).
         temperature, top_p, max_tokens, seed: sampling (greedy by default). Sampling is
             seeded per batch: reruns reproduce only with the same concurrency.
         max_batch: most prompts per `generate` call.
@@ -96,7 +97,9 @@ class HFAgent(BatchedAgent):
         prompt_ids: list[list[int]] = tokenizer(prompts, add_special_tokens=False)["input_ids"]
         with torch.inference_mode(), torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
             if self.prefix_cache is not None:
-                input_ids, attention_mask, cache = self.prefix_cache.prefill(prompt_ids, tokenizer.pad_token_id, self.device)
+                input_ids, attention_mask, cache = self.prefix_cache.prefill(
+                    prompt_ids, tokenizer.pad_token_id, self.device, room=sampling.max_tokens
+                )
                 if cache is not None:
                     options[cache_argument()] = cache
             else:
@@ -126,7 +129,8 @@ def _with_adapter(model: Any, adapter: Path) -> Any:
 
     unmark_quantized(model)
     with peft_quietly():
-        return PeftModel.from_pretrained(model, str(adapter))
+        # merged into the weights: the agent only generates, and a merged model decodes faster
+        return PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
 
 
 __all__ = ["HFAgent"]

@@ -6,14 +6,14 @@ sampled at temperature 1 with the same seeds) with `TransformersBackend` three w
 - ``today``: every turn re-reads the whole conversation (``kv_reuse=False``), float32;
 - ``reuse``: each episode's KV cache is kept across its turns, same dtype: the samples must be
   the same ids (``identical_samples``);
-- ``fast``: everything kept on this machine: today that is KV reuse alone (bf16 sampling and
-  merged LoRA weights are not built yet, so ``fast`` repeats ``reuse`` and says so);
-- ``reuse_bf16`` (where the CPU computes bf16 natively): KV reuse under bf16 autocast, a
-  measurement for the decision to build bf16 sampling (other samples: not compared).
+- ``fast``: everything the trainer does by default on this machine: KV reuse, sampling with a
+  `GenerationCopy` of the policy (LoRA merged, bfloat16 where the CPU computes it natively:
+  ``generation_dtype='auto'``); its samples differ (other rounding) and are not compared.
 
 Then, with everything kept: the median seconds of GRPO steps (split into generation and
-update) and one greedy held-out eval of `--eval-episodes` test scenarios, beside the same eval
-re-reading every conversation (``eval_today_s``).
+update) and one greedy held-out eval of `--eval-episodes` test scenarios, played the way the
+trainers' held-out evals play (KV reuse, the generation copy), beside the same eval the old way
+(the training model with its adapter unmerged, re-reading every conversation: ``eval_today_s``).
 
 The policy is SmolLM2-135M-Instruct with a LoRA adapter: ``--adapter DIR`` (an SFT adapter, e.g.
 ``runs/demo-tools/sft/last`` from ``judgegym demo --task tools``), else one trained here on
@@ -71,6 +71,17 @@ def _adapter(args: argparse.Namespace) -> Path:
     return folder / "last"
 
 
+def _unmerged(model: Any, adapter: Path) -> Any:
+    """`model` with the LoRA adapter at `adapter` loaded beside its weights (not merged)."""
+    from peft import PeftModel
+
+    from ..models.embedded import peft_quietly, unmark_quantized
+
+    unmark_quantized(model)
+    with peft_quietly():
+        return PeftModel.from_pretrained(model, str(adapter)).eval()
+
+
 def _play(backend: Any, tokenizer: Any, args: argparse.Namespace, seeds: list[int]) -> tuple[float, list[Any]]:
     """Seconds and episodes of one set of rollouts (fresh envs, the same seeds every time)."""
     from ..agents.batching import Sampling
@@ -108,6 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         choices=["bf16", "no"],
         help="time GRPO steps with each of these (the first is 'grpo_step_s'; default: bf16 where native, else no)",
     )
+    parser.add_argument("--gradient-checkpointing", action="store_true", help="GRPO steps with activation checkpointing (default: off)")
     parser.add_argument("--no-rollouts", action="store_true", help="skip the three-way rollout comparison")
     parser.add_argument("--eval-episodes", type=int, default=16, help="held-out scenarios of the eval (default: 16; 0: none)")
     parser.add_argument("--no-eval-today", action="store_true", help="skip the held-out eval that re-reads every conversation")
@@ -117,14 +129,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import torch
 
+    from ..agents.generation_copy import GenerationCopy
     from ..agents.hf import HFAgent
     from ..evaluation import evaluate
     from ..judges.base import run_sync
+    from ..models.embedded import load_model
     from ..trainers import TransformersBackend
+    from ..trainers.device import resolve_generation_dtype
 
     adapter = _adapter(args)
-    policy = HFAgent("smollm2-135m", adapter=adapter, device="cpu", dtype="float32")
-    model, tokenizer = policy.model, policy.tokenizer
+    model, tokenizer = load_model("smollm2-135m", torch.float32, fresh=True)
+    model = _unmerged(model, adapter)  # the policy as the trainer holds it: LoRA beside the base weights
+    generation_dtype = resolve_generation_dtype("auto", "cpu", torch.float32)
     precisions = args.grpo_mixed_precision or ["bf16" if native_bf16() else "no"]
     result: dict[str, Any] = {
         "benchmark": "multiturn_rollouts",
@@ -136,8 +152,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "group_size": args.group_size,
             "max_turns": args.max_turns,
             "max_new_tokens": args.max_new_tokens,
-            "fast": "KV reuse only (bf16 sampling and merged LoRA not built)",
+            "fast": f"KV reuse + a merged {str(generation_dtype or torch.float32).removeprefix('torch.')} generation copy",
             "grpo_mixed_precision": precisions[0],
+            "grpo_gradient_checkpointing": args.gradient_checkpointing,
         },
     }
     if not args.no_rollouts:
@@ -146,14 +163,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         backends = {
             "today": TransformersBackend(model, tokenizer, "cpu", kv_reuse=False),
             "reuse": TransformersBackend(model, tokenizer, "cpu"),
+            "fast": TransformersBackend(model, tokenizer, "cpu", generation_dtype=generation_dtype or torch.float32),
         }
-        backends["fast"] = backends["reuse"]
-        if native_bf16():
-            backends["reuse_bf16"] = backends["reuse"]
         for name, backend in backends.items():
             backend.sync_weights(model)  # no kept caches from the previous way
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "reuse_bf16"):
-                runs[name] = _play(backend, tokenizer, args, seeds)
+            runs[name] = _play(backend, tokenizer, args, seeds)
             sampled = sum(len(_sampled(e)) for e in runs[name][1])
             turns = statistics.mean(e.turns for e in runs[name][1])
             print(f"{name}: {runs[name][0]:.1f} s, {sampled} sampled tokens, {turns:.1f} turns per episode", flush=True)
@@ -182,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             scenarios_per_step=args.scenarios,
             group_size=args.group_size,
             micro_batch_size=1,
-            gradient_checkpointing=True,
+            gradient_checkpointing=args.gradient_checkpointing,
             mixed_precision=precision,
             temperature=1.0,
             max_turns=args.max_turns,
@@ -211,8 +225,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     if args.eval_episodes:
         evals = {"eval_s": True} if args.no_eval_today else {"eval_s": True, "eval_today_s": False}
-        for key, reuse in evals.items():
-            agent = HFAgent(model_obj=model, tokenizer_obj=tokenizer, device="cpu", max_tokens=args.max_new_tokens, kv_reuse=reuse)
+        for key, fast in evals.items():
+            player = GenerationCopy(model, generation_dtype).model if fast and generation_dtype is not None else model
+            agent = HFAgent(model_obj=player, tokenizer_obj=tokenizer, device="cpu", max_tokens=args.max_new_tokens, kv_reuse=fast)
             started = time.perf_counter()
             run = run_sync(
                 evaluate(
@@ -226,7 +241,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result[key] = time.perf_counter() - started
             result[key.replace("_s", "_reward")] = statistics.mean(t.reward or 0.0 for t in run.trajectories)
             agent.close()
-            print(f"held-out eval ({'reuse' if reuse else 'today'}): {result[key]:.1f} s", flush=True)
+            print(f"held-out eval ({'fast' if fast else 'today'}): {result[key]:.1f} s", flush=True)
     result["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(result, indent=2))
     if args.json is not None:

@@ -138,7 +138,8 @@ class GRPOConfig(PolicyConfig):
     importance_sampling: ImportanceSamplingMode | Literal["off"] | None = config_field(
         None,
         "Correct sampler/trainer logprob mismatch per token: 'truncate' (TIS), 'mask' (MIS), 'off', or None: 'truncate' when "
-        "max_off_policy_steps > 0, else off.",
+        "max_off_policy_steps > 0 or when the transformers backend samples with a copy in another dtype (generation_dtype), "
+        "else off.",
     )
     importance_sampling_cap: float = config_field(2.0, "Cap of the importance ratio pi_trainer / pi_sampler.")
     # -- run ----------------------------------------------------------------------------
@@ -393,6 +394,12 @@ class GRPOTrainer(Trainer):
         self.backend: RolloutBackend = backend or self._make_backend()
         if config.max_off_policy_steps > 0 and isinstance(self.backend, TransformersBackend | VLLMBackend):
             raise ValueError(f"max_off_policy_steps > 0 needs a sampler beside the trainer; {type(self.backend).__name__} is not one")
+        self.importance_sampling = config.importance_sampling_mode
+        """The correction in force: the config's, and 'truncate' by default when the sampler is a
+        copy in another dtype (bfloat16 rounding makes its log-probabilities differ)."""
+        copy = getattr(self.backend, "copy", None)
+        if config.importance_sampling is None and copy is not None and copy.dtype != self.dtype:
+            self.importance_sampling = "truncate"
         self._sync_backend()  # a resumed model differs from the weights the backend started with
 
     # -- public API ---------------------------------------------------------------------
@@ -571,7 +578,7 @@ class GRPOTrainer(Trainer):
             _step_scheduler_only(self.scheduler)
             return metrics
 
-        importance_sampling = config.importance_sampling_mode
+        importance_sampling = self.importance_sampling
         sums: dict[str, float] = defaultdict(float)
         # every rank reduces the same keys, trained or not
         for key in ("loss", "entropy", "logp_diff", "logp_diff_max", *(f"clip_ratio/{k}_mean" for k in ("low", "high", "region"))):
@@ -663,7 +670,7 @@ class GRPOTrainer(Trainer):
         """The rollout backend ``config.backend`` names."""
         config = self.config
         if config.backend == "transformers":
-            return TransformersBackend(self.model, self.tokenizer, self.device)
+            return TransformersBackend(self.model, self.tokenizer, self.device, generation_dtype=self.generation_dtype)
         if config.backend == "server":
             # Adapter names carry a run nonce shared by every rank (rank 0's), fresh on every start.
             run_name = self.ranks.broadcast(f"judgegym-{uuid.uuid4().hex[:8]}")

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from rich.console import Console
 
+from ..agents.generation_copy import GenerationCopy
 from ..judges.base import run_sync
 from ..progress import RunProgress, format_seconds
 from ..trajectory import Trajectory, write_jsonl
@@ -37,7 +38,7 @@ from .checkpoint import (
     save_checkpoint,
     save_weights,
 )
-from .device import release_memory, resolve_device_dtype, resolve_mixed_precision
+from .device import release_memory, resolve_device_dtype, resolve_generation_dtype, resolve_mixed_precision
 from .distributed import Ranks
 from .policy import load_policy
 
@@ -118,6 +119,8 @@ class Trainer(ABC):
         self.metrics_path = self.output_dir / "metrics.jsonl"
         self.device, self.dtype = resolve_device_dtype(config.device, config.dtype)
         self.mixed_precision = resolve_mixed_precision(config.mixed_precision, self.device, self.dtype)
+        self.generation_dtype = resolve_generation_dtype(config.generation_dtype, self.device, self.dtype)
+        """The dtype of the `GenerationCopy` rollouts and evals generate with (None: the training model)."""
         self.ranks = Ranks()
         """This process among the trainer's ranks (torchrun); one rank otherwise."""
         self.state = TrainerState()
@@ -226,8 +229,9 @@ class Trainer(ABC):
         """
         if not self.env_id:
             raise ValueError(f"no env to evaluate on: set {type(self.config).__name__}.env_id (the data does not name one env)")
+        player = GenerationCopy(self.model, self.generation_dtype).model if self.generation_dtype is not None else self.model
         return evaluate_policy(
-            self.model,
+            player,
             self.tokenizer,
             self.config,
             env_id=self.env_id,

@@ -38,6 +38,13 @@ class PolicyConfig:
         "times slower (native_bf16() tells). 'no': everything in dtype. 'auto': bf16 where the device computes it natively "
         "and the weights are float32, else 'no' (the run's log says which).",
     )
+    generation_dtype: str = config_field(
+        "auto",
+        "What rollouts and held-out evals generate with: 'auto' (a bfloat16 copy of the weights with LoRA merged where the "
+        "device computes bfloat16 natively and dtype is float32, else the training model), 'bfloat16' / 'float32' / "
+        "'float16' (a merged copy in that dtype, refreshed after every step), or 'training' (the training model itself: the "
+        "sampler's log-probabilities equal the trainer's).",
+    )
     use_lora: bool = config_field(True, "Train a LoRA adapter (peft) instead of all weights; GRPO's KL reference is then free.")
     lora_r: int = config_field(16, "LoRA rank.")
     lora_alpha: int = config_field(32, "LoRA scaling numerator (the update is scaled by alpha / r).")
@@ -57,6 +64,10 @@ class PolicyConfig:
         problems = []
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             problems.append(f"dtype must be 'auto', 'float32', 'bfloat16' or 'float16', got {self.dtype!r}")
+        if self.generation_dtype not in ("auto", "training", "float32", "bfloat16", "float16"):
+            problems.append(
+                f"generation_dtype must be 'auto', 'training', 'float32', 'bfloat16' or 'float16', got {self.generation_dtype!r}"
+            )
         if self.mixed_precision not in ("auto", "no", "bf16"):
             problems.append(f"mixed_precision must be 'auto', 'no' or 'bf16', got {self.mixed_precision!r}")
         if self.init_adapter and not self.use_lora:

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 
 from ..agents.batching import Sampling
+from ..agents.generation_copy import GenerationCopy
 from ..agents.prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, cache_argument, generated_cache, supports_prefix_cache
 from ..envs import env_urls, make_env
 from ..trajectory import Trajectory
@@ -73,18 +74,35 @@ class TransformersBackend:
     caches of episodes that ended are dropped at the next call, all of them at `sync_weights`
     (new weights make them stale), and the least recently used past `max_cached_tokens`.
 
+    With `generation_dtype` the backend samples with a `GenerationCopy` of the model (LoRA
+    merged, weights in that dtype, refreshed at `sync_weights`) instead of the training model
+    itself: on a CPU with native bfloat16 that is the fastest way to sample (the log-probabilities
+    then differ from the trainer's by bfloat16 rounding; see ``sampling/*`` and importance
+    sampling). Without it the sampler is the training model, exactly.
+
     Memory: ``generate`` keeps the logits of every new position, ``B x max_tokens x vocab``
     floats; lower the batch or ``max_tokens`` if that does not fit.
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, device: str, *, kv_reuse: bool = True, max_cached_tokens: int = DEFAULT_MAX_CACHED_TOKENS
+        self,
+        model: Any,
+        tokenizer: Any,
+        device: str,
+        *,
+        kv_reuse: bool = True,
+        max_cached_tokens: int = DEFAULT_MAX_CACHED_TOKENS,
+        generation_dtype: Any = None,
     ):
-        self.model = model
+        self.copy = GenerationCopy(model, generation_dtype) if generation_dtype is not None else None
+        self.model = self.copy.model if self.copy is not None else model
+        """The model that samples: the generation copy, or the training model."""
         self.tokenizer = tokenizer
         self.device = device
         self.prefix_cache = (
-            PrefixCache(model, max_tokens=max_cached_tokens, drop_unused=True) if kv_reuse and supports_prefix_cache(model) else None
+            PrefixCache(self.model, max_tokens=max_cached_tokens, drop_unused=True)
+            if kv_reuse and supports_prefix_cache(self.model)
+            else None
         )
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: Sampling) -> tuple[list[list[int]], list[list[float]]]:
@@ -113,7 +131,7 @@ class TransformersBackend:
         cuda = [self.device] if str(self.device).startswith("cuda") else []
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
             if self.prefix_cache is not None:
-                input_ids, attention_mask, cache = self.prefix_cache.prefill(prompts, pad, self.device)
+                input_ids, attention_mask, cache = self.prefix_cache.prefill(prompts, pad, self.device, room=sampling.max_tokens)
             else:
                 input_ids, attention_mask, cache = self._left_padded(rows_of, len(prompts), pad)
             width = input_ids.shape[1]
@@ -168,7 +186,10 @@ class TransformersBackend:
         return cache
 
     def sync_weights(self, model: Any) -> None:
-        """The sampler is the training model: only the kept KV caches, stale now, are dropped."""
+        """The generation copy takes `model`'s weights (without one the sampler is the training
+        model itself); the kept KV caches, stale now, are dropped."""
+        if self.copy is not None:
+            self.copy.refresh(model)
         if self.prefix_cache is not None:
             self.prefix_cache.clear()
 
