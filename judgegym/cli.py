@@ -552,6 +552,13 @@ def demo_command(
     ] = None,
     seed: Annotated[int, typer.Option(metavar="INT", help="LoRA init, scenario order and sampling.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="answer: continue an interrupted demo from its newest checkpoint.")] = False,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control/--no-control",
+            help="tools: also continue the SFT adapter with SFT for GRPO's training time, the control GRPO is compared with.",
+        ),
+    ] = True,
 ) -> None:
     """Train the embedded SmolLM2-135M on RagSupport-v0 on CPU and show the held-out reward
     before and after: --task answer (GRPO + LoRA on a shaped answer-only task,
@@ -566,7 +573,7 @@ def demo_command(
     if task == "tools":
         if resume:
             raise _fail("--resume is for --task answer; the tools demo's stages are short, rerun it into a new --output-dir")
-        _tools_demo(steps or 3, eval_episodes or 16, sft_episodes, output_dir or Path("runs/demo-tools"), seed)
+        _tools_demo(steps or 3, eval_episodes or 16, sft_episodes, output_dir or Path("runs/demo-tools"), seed, control)
         return
     steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
     if steps < 2:
@@ -612,18 +619,19 @@ def demo_command(
     console.print(peak_memory_line())
 
 
-def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int) -> None:
+def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int, control: bool = True) -> None:
     from .trainers.tools_demo import STAGE_METRICS, ToolsDemoConfig, describe_episode, run_tools_demo
 
     if output_dir.exists() and any(output_dir.iterdir()):
         raise _fail(f"{output_dir} is not empty; the tools demo writes a new run there (choose another --output-dir)")
     config = ToolsDemoConfig(
-        output_dir=str(output_dir), sft_episodes=sft_episodes, grpo_steps=steps, eval_episodes=eval_episodes, seed=seed
+        output_dir=str(output_dir), sft_episodes=sft_episodes, grpo_steps=steps, eval_episodes=eval_episodes, seed=seed, control=control
     )
     console.print(
         f"RagSupport-v0 with its tools (search, read; the env's prompt and verifier): SmolLM2-135M-Instruct + LoRA; SFT on the "
         f"oracle's episodes of {sft_episodes} train scenarios ({config.sft_epochs} epochs), then GRPO from the SFT adapter "
         f"({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes, train reward {config.grpo_judge}); "
+        f"{'; control: the SFT adapter continued with SFT for GRPO' + chr(39) + 's training time' if control else ''}; "
         f"held-out: {eval_episodes} test scenarios, greedy, reward verifier.",
         markup=False,
         highlight=False,
@@ -635,15 +643,26 @@ def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: P
         raise _fail(str(exc)) from None
     table = Table(title=f"Held-out RagSupport-v0 with tools ({eval_episodes} test scenarios, greedy)")
     table.add_column("")
-    for label in ("before", "after SFT", "after SFT + GRPO"):
-        table.add_column(label, justify="right")
+    labels = {"before": "before", "sft": "after SFT", "grpo": "after SFT + GRPO", "sft_more": "SFT continued (control)"}
+    stages = [stage for stage in labels if stage in result.stages]
+    for stage in stages:
+        table.add_column(labels[stage], justify="right")
     for metric in STAGE_METRICS:
         name = "reward (verifier)" if metric == "reward" else metric.replace("_", " ")
-        values = (result.stages[stage][metric] for stage in ("before", "sft", "grpo"))
+        values = (result.stages[stage][metric] for stage in stages)
         table.add_row(name, *("-" if math.isnan(value) else f"{value:.3f}" for value in values))  # no tool calls: no error rate
-    table.add_row("tool calls / episode", *(f"{result.stages[stage]['tool_calls']:.2f}" for stage in ("before", "sft", "grpo")))
+    table.add_row("tool calls / episode", *(f"{result.stages[stage]['tool_calls']:.2f}" for stage in stages))
     console.print(table)
-    for key, label in (("sft", "SFT vs before"), ("grpo", "GRPO vs SFT"), ("total", "SFT + GRPO vs before")):
+    comparisons = (
+        ("sft", "SFT vs before"),
+        ("grpo", "GRPO vs SFT"),
+        ("total", "SFT + GRPO vs before"),
+        ("control", "SFT continued vs SFT"),
+        ("grpo_vs_control", "GRPO vs SFT continued (the control)"),
+    )
+    for key, label in comparisons:
+        if key not in result.changes:
+            continue
         shown = ", ".join(f"{c.metric} {c.difference:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}]" for c in result.changes[key])
         console.print(f"{label} (paired 95% intervals): {shown}", markup=False, highlight=False)
     sft, grpo = result.episodes["sft"], result.episodes["grpo"]
@@ -657,7 +676,9 @@ def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: P
     console.print(
         f"\nplot: {result.plot}; figures: {output_dir}/result.json; adapters: {output_dir}/sft/last, {output_dir}/grpo/last\n"
         f"time {minutes:.1f} min (SFT data {result.timings['data_s']:.0f} s, eval before {result.timings['eval_before_s']:.0f} s, "
-        f"SFT with its eval {result.timings['sft_s']:.0f} s, GRPO with its eval {result.timings['grpo_s']:.0f} s); "
+        f"SFT with its eval {result.timings['sft_s']:.0f} s, GRPO with its eval {result.timings['grpo_s']:.0f} s"
+        + (f", control with its data and eval {result.timings['control_s']:.0f} s" if "control_s" in result.timings else "")
+        + "); "
         f"peak memory {result.peak_rss_gb:.1f} GB",
         markup=False,
         highlight=False,

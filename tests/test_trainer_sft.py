@@ -430,7 +430,7 @@ def test_stage_metrics_and_paired_changes():
 
 
 @pytest.mark.slow
-def test_the_tools_demo_runs_its_three_stages(tmp_path, smol_tiny_model):
+def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_model):
     from judgegym.trainers.tools_demo import ToolsDemoConfig, run_tools_demo
 
     config = ToolsDemoConfig(
@@ -448,7 +448,7 @@ def test_the_tools_demo_runs_its_three_stages(tmp_path, smol_tiny_model):
     )
     lines = []
     result = run_tools_demo(config, log=lines.append)
-    assert set(result.stages) == {"before", "sft", "grpo"} and all(len(e) == 2 for e in result.episodes.values())
+    assert set(result.stages) == {"before", "sft", "grpo", "sft_more"} and all(len(e) == 2 for e in result.episodes.values())
     assert result.sft_data == {"played": 3, "kept": 3, "failed": 0, "file": str(tmp_path / "demo" / "sft-data.jsonl")}
     assert {c.metric for c in result.changes["total"]} >= {"reward", "tool_call_rate"}
     saved = json.loads((tmp_path / "demo" / "result.json").read_text())
@@ -456,3 +456,9 @@ def test_the_tools_demo_runs_its_three_stages(tmp_path, smol_tiny_model):
     grpo_config = json.loads((tmp_path / "demo" / "grpo" / "config.json").read_text())
     assert grpo_config["init_adapter"] == str(tmp_path / "demo" / "sft" / "last") and grpo_config["eval_judge"] == "verifier"
     assert any(line.startswith("before: held-out reward") for line in lines)
+    # the control: SFT continued from the SFT adapter, on the first data and as many new oracle episodes
+    control_config = json.loads((tmp_path / "demo" / "sft-more" / "config.json").read_text())
+    assert control_config["init_adapter"] == str(tmp_path / "demo" / "sft" / "last")
+    assert control_config["data"] == [str(tmp_path / "demo" / "sft-data.jsonl"), str(tmp_path / "demo" / "sft-more-data.jsonl")]
+    assert {c.metric for c in result.changes["grpo_vs_control"]} >= {"reward"} and result.timings["control_s"] > 0
+    assert any(line.startswith("control: SFT continued") for line in lines)

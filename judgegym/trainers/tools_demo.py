@@ -11,9 +11,13 @@ from. The demo:
    same token sequences GRPO samples);
 3. continues that adapter with GRPO (`GRPOTrainer` with ``init_adapter``) on other
    train-split scenarios;
-4. evaluates the same held-out test scenarios greedily before, after SFT and after GRPO, and
-   reports reward (the verifier alone), tool-call rate, tool error rate, recall, citation and
-   abstention, with paired bootstrap intervals of each change.
+4. the control (``control=True``): the same SFT adapter trained on by SFT for GRPO's training
+   time instead (the first SFT's data plus as many new oracle episodes, more epochs), so that a
+   gain of GRPO over SFT is not only the gain of more training: the claim is that the judge's
+   reward adds what imitation does not;
+5. evaluates the same held-out test scenarios greedily before, after SFT, after GRPO and after
+   the control, and reports reward (the verifier alone), tool-call rate, tool error rate,
+   recall, citation and abstention, with paired bootstrap intervals of each change.
 
 `run_tools_demo` does it all; ``judgegym demo --task tools`` prints it.
 """
@@ -32,14 +36,18 @@ import numpy as np
 from ..trajectory import Trajectory, read_jsonl, write_jsonl
 
 TOOLS_DEMO_ENV = "RagSupport-v0"
-STAGES = ("before", "sft", "grpo")
-"""The three held-out evals: the base model, after SFT, after GRPO from the SFT adapter."""
+STAGES = ("before", "sft", "grpo", "sft_more")
+"""The held-out evals: the base model, after SFT, after GRPO from the SFT adapter, and the
+control: after SFT continued for GRPO's training time (with ``control=True``)."""
 
 STAGE_METRICS = ("reward", "tool_call_rate", "tool_error_rate", "recall", "citation", "abstained")
 """What each stage reports (`stage_metrics`)."""
 
 SFT_SEED_OFFSET = 500_000
 """SFT data plays train-split seeds from here: GRPO's scenarios (from 0) are others."""
+
+CONTROL_SEED_OFFSET = 600_000
+"""The control's new oracle episodes play train-split seeds from here."""
 
 
 @dataclass
@@ -66,6 +74,8 @@ class ToolsDemoConfig:
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra RagSupport-v0 keyword arguments for every stage (none: the env as registered)."""
+    control: bool = True
+    """Also continue the SFT adapter with SFT for GRPO's training time (stage ``sft_more``)."""
 
 
 @dataclass
@@ -87,7 +97,9 @@ class ToolsDemoResult:
     stages: dict[str, dict[str, float]]
     """stage -> `stage_metrics` of its held-out episodes."""
     changes: dict[str, list[Change]]
-    """``"sft"``: SFT against before; ``"grpo"``: GRPO against SFT; ``"total"``: GRPO against before."""
+    """``"sft"``: SFT against before; ``"grpo"``: GRPO against SFT; ``"total"``: GRPO against
+    before; with the control, ``"control"``: continued SFT against SFT, and ``"grpo_vs_control"``:
+    GRPO against continued SFT."""
     episodes: dict[str, list[Trajectory]]
     sft_data: dict[str, Any]
     timings: dict[str, float]
@@ -159,10 +171,10 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else math.nan
 
 
-def sft_data(path: Path, config: ToolsDemoConfig) -> dict[str, Any]:
-    """Play the oracle on `config.sft_episodes` train-split scenarios (seeds from
-    `SFT_SEED_OFFSET`), judge them with the verifier, and write them all to `path`; returns
-    how many scored at least `config.min_reward` (what SFT keeps)."""
+def sft_data(path: Path, config: ToolsDemoConfig, *, seed: int = SFT_SEED_OFFSET) -> dict[str, Any]:
+    """Play the oracle on `config.sft_episodes` train-split scenarios (seeds from `seed`), judge
+    them with the verifier, and write them all to `path`; returns how many scored at least
+    `config.min_reward` (what SFT keeps)."""
     from ..agents import make_agent
     from ..evaluation import evaluate
 
@@ -172,7 +184,7 @@ def sft_data(path: Path, config: ToolsDemoConfig) -> dict[str, Any]:
             TOOLS_DEMO_ENV,
             agent,
             episodes=config.sft_episodes,
-            seed=SFT_SEED_OFFSET,
+            seed=seed,
             env_kwargs={**config.env_kwargs, "split": "train", "max_turns": config.max_turns},
             concurrency=8,
         )
@@ -183,12 +195,14 @@ def sft_data(path: Path, config: ToolsDemoConfig) -> dict[str, Any]:
 
 
 def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -> ToolsDemoResult:
-    """Run the three stages (see the module docstring) in ``config.output_dir``: ``sft-data.jsonl``,
+    """Run the stages (see the module docstring) in ``config.output_dir``: ``sft-data.jsonl``,
     ``sft/`` (an `SFTTrainer` run: its ``eval/step-0.jsonl`` is the before stage),
-    ``grpo/`` (a `GRPOTrainer` run from ``sft/last``), ``stages.png`` and ``result.json``.
-    `log` receives a line per stage."""
+    ``grpo/`` (a `GRPOTrainer` run from ``sft/last``), with the control ``sft-more-data.jsonl``
+    and ``sft-more/`` (an `SFTTrainer` run from ``sft/last``), ``stages.png`` and
+    ``result.json``. `log` receives a line per stage."""
     import resource
     import time
+    from dataclasses import replace
 
     from .device import release_memory
     from .grpo import GRPOConfig, GRPOTrainer
@@ -239,6 +253,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     sft.train()
     timings["sft_s"] = time.perf_counter() - mark
     sft_step = sft.state.step
+    sft_step_s = sum(r["step_time_s"] for r in sft.history if "step_time_s" in r) / max(sft_step, 1)
     del sft
     release_memory()
 
@@ -270,6 +285,35 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     finally:
         grpo.close()
     timings["grpo_s"] = time.perf_counter() - mark
+    timings["grpo_train_s"] = sum(r["step_time_s"] for r in grpo.history if "step_time_s" in r)
+    del grpo
+    release_memory()
+
+    control_step = None
+    if config.control:
+        mark = time.perf_counter()
+        more_path = out / "sft-more-data.jsonl"
+        more = sft_data(more_path, config, seed=CONTROL_SEED_OFFSET)
+        control_step = max(1, round(timings["grpo_train_s"] / sft_step_s))
+        log(
+            f"control: SFT continued from the SFT adapter for GRPO's {timings['grpo_train_s']:.0f} s of training: "
+            f"{control_step} steps of about {sft_step_s:.1f} s on {data['kept'] + more['kept']} oracle episodes"
+        )
+        control = SFTTrainer(
+            replace(
+                sft_config,
+                data=[str(data_path), str(more_path)],
+                init_adapter=str(out / "sft" / "last"),
+                epochs=control_step,  # at least one step an epoch: max_steps ends it
+                max_steps=control_step,
+                output_dir=str(out / "sft-more"),
+            )
+        )
+        control.train()
+        control_step = control.state.step
+        del control
+        release_memory()
+        timings["control_s"] = time.perf_counter() - mark
     timings["total_s"] = time.perf_counter() - started
 
     episodes = {
@@ -277,12 +321,17 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         "sft": read_jsonl(out / "sft" / "eval" / f"step-{sft_step}.jsonl"),
         "grpo": read_jsonl(out / "grpo" / "eval" / f"step-{config.grpo_steps}.jsonl"),
     }
+    if control_step is not None:
+        episodes["sft_more"] = read_jsonl(out / "sft-more" / "eval" / f"step-{control_step}.jsonl")
     stages = {stage: stage_metrics(trajectories) for stage, trajectories in episodes.items()}
     changes = {
         "sft": paired_changes(episodes["before"], episodes["sft"]),
         "grpo": paired_changes(episodes["sft"], episodes["grpo"]),
         "total": paired_changes(episodes["before"], episodes["grpo"]),
     }
+    if "sft_more" in episodes:
+        changes["control"] = paired_changes(episodes["sft"], episodes["sft_more"])
+        changes["grpo_vs_control"] = paired_changes(episodes["sft_more"], episodes["grpo"])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     plot = plot_stages(episodes, out / "stages.png")
     result = ToolsDemoResult(stages, changes, episodes, data, timings, peak, plot)
@@ -302,7 +351,7 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path) -> Path | None
     metrics = [m for m in STAGE_METRICS if m != "tool_error_rate"]
     figure, axes = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(episodes)
-    labels = {"before": "before (SmolLM2-135M)", "sft": "after SFT", "grpo": "after SFT + GRPO"}
+    labels = {"before": "before (SmolLM2-135M)", "sft": "after SFT", "grpo": "after SFT + GRPO", "sft_more": "SFT continued (control)"}
     for index, (stage, trajectories) in enumerate(episodes.items()):
         means, low, high = [], [], []
         for metric in metrics:
@@ -317,7 +366,7 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path) -> Path | None
     axes.set_xticks(np.arange(len(metrics)), [m.replace("_", " ") for m in metrics])
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("held-out mean (test split, greedy)")
-    axes.set_title("RagSupport-v0 with tools: before, after SFT, after GRPO (reward: verifier)")
+    axes.set_title("RagSupport-v0 with tools: before, after SFT, after GRPO (reward: verifier)", fontsize="medium")
     axes.legend(fontsize="small")
     axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
