@@ -627,11 +627,12 @@ def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: P
     config = ToolsDemoConfig(
         output_dir=str(output_dir), sft_episodes=sft_episodes, grpo_steps=steps, eval_episodes=eval_episodes, seed=seed, control=control
     )
+    control_text = "control: the SFT adapter continued with SFT for GRPO's training time; " if control else ""
     console.print(
         f"RagSupport-v0 with its tools (search, read; the env's prompt and verifier): SmolLM2-135M-Instruct + LoRA; SFT on the "
         f"oracle's episodes of {sft_episodes} train scenarios ({config.sft_epochs} epochs), then GRPO from the SFT adapter "
         f"({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes, train reward {config.grpo_judge}); "
-        f"{'; control: the SFT adapter continued with SFT for GRPO' + chr(39) + 's training time' if control else ''}; "
+        f"{control_text}"
         f"held-out: {eval_episodes} test scenarios, greedy, reward verifier.",
         markup=False,
         highlight=False,
