@@ -552,6 +552,14 @@ def demo_command(
     ] = None,
     seed: Annotated[int, typer.Option(metavar="INT", help="LoRA init, scenario order and sampling.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="answer: continue an interrupted demo from its newest checkpoint.")] = False,
+    compare_judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SPEC",
+            help="tools: one more GRPO run from the same SFT adapter with this judge as the only training reward (repeatable), "
+            "e.g. learned; every run is evaluated by the verifier.",
+        ),
+    ] = None,
     control: Annotated[
         bool,
         typer.Option(
@@ -573,7 +581,9 @@ def demo_command(
     if task == "tools":
         if resume:
             raise _fail("--resume is for --task answer; the tools demo's stages are short, rerun it into a new --output-dir")
-        _tools_demo(steps or 3, eval_episodes or 16, sft_episodes, output_dir or Path("runs/demo-tools"), seed, control)
+        _tools_demo(
+            steps or 3, eval_episodes or 16, sft_episodes, output_dir or Path("runs/demo-tools"), seed, control, compare_judge or []
+        )
         return
     steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
     if steps < 2:
@@ -619,13 +629,21 @@ def demo_command(
     console.print(peak_memory_line())
 
 
-def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int, control: bool = True) -> None:
+def _tools_demo(
+    steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int, control: bool = True, compare: list[str] | None = None
+) -> None:
     from .trainers.tools_demo import STAGE_METRICS, ToolsDemoConfig, describe_episode, run_tools_demo
 
     if output_dir.exists() and any(output_dir.iterdir()):
         raise _fail(f"{output_dir} is not empty; the tools demo writes a new run there (choose another --output-dir)")
     config = ToolsDemoConfig(
-        output_dir=str(output_dir), sft_episodes=sft_episodes, grpo_steps=steps, eval_episodes=eval_episodes, seed=seed, control=control
+        output_dir=str(output_dir),
+        sft_episodes=sft_episodes,
+        grpo_steps=steps,
+        eval_episodes=eval_episodes,
+        seed=seed,
+        control=control,
+        compare_judges=list(compare or []),
     )
     control_text = "control: the SFT adapter continued with SFT for GRPO's training time; " if control else ""
     console.print(
@@ -645,6 +663,7 @@ def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: P
     table = Table(title=f"Held-out RagSupport-v0 with tools ({eval_episodes} test scenarios, greedy)")
     table.add_column("")
     labels = {"before": "before", "sft": "after SFT", "grpo": "after SFT + GRPO", "sft_more": "SFT continued (control)"}
+    labels |= {stage: f"GRPO, reward {stage[5:-1]}" for stage in result.stages if stage.startswith("grpo[")}
     stages = [stage for stage in labels if stage in result.stages]
     for stage in stages:
         table.add_column(labels[stage], justify="right")
@@ -660,6 +679,8 @@ def _tools_demo(steps: int, eval_episodes: int, sft_episodes: int, output_dir: P
         ("total", "SFT + GRPO vs before"),
         ("control", "SFT continued vs SFT"),
         ("grpo_vs_control", "GRPO vs SFT continued (the control)"),
+        *((f"{stage}_vs_sft", f"{labels[stage]} vs SFT") for stage in stages if stage.startswith("grpo[")),
+        *((f"{stage}_vs_grpo", f"{labels[stage]} vs GRPO with {config.grpo_judge}") for stage in stages if stage.startswith("grpo[")),
     )
     for key, label in comparisons:
         if key not in result.changes:

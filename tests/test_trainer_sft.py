@@ -445,10 +445,11 @@ def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_mode
         max_new_tokens=8,
         max_turns=4,  # the oracle searches, reads, answers
         env_kwargs=dict(SMALL_RAG),
+        compare_judges=["grounding"],
     )
     lines = []
     result = run_tools_demo(config, log=lines.append)
-    assert set(result.stages) == {"before", "sft", "grpo", "sft_more"} and all(len(e) == 2 for e in result.episodes.values())
+    assert set(result.stages) == {"before", "sft", "grpo", "sft_more", "grpo[grounding]"} and all(len(e) == 2 for e in result.episodes.values())
     assert result.sft_data == {"played": 3, "kept": 3, "failed": 0, "file": str(tmp_path / "demo" / "sft-data.jsonl")}
     assert {c.metric for c in result.changes["total"]} >= {"reward", "tool_call_rate"}
     saved = json.loads((tmp_path / "demo" / "result.json").read_text())
@@ -462,3 +463,7 @@ def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_mode
     assert control_config["data"] == [str(tmp_path / "demo" / "sft-data.jsonl"), str(tmp_path / "demo" / "sft-more-data.jsonl")]
     assert {c.metric for c in result.changes["grpo_vs_control"]} >= {"reward"} and result.timings["control_s"] > 0
     assert any(line.startswith("control: SFT continued") for line in lines)
+    # another training reward from the same SFT adapter, evaluated by the verifier on the same scenarios
+    other = json.loads((tmp_path / "demo" / "grpo-grounding" / "config.json").read_text())
+    assert other["judge"] == "grounding" and other["init_adapter"] == grpo_config["init_adapter"] and other["eval_judge"] == "verifier"
+    assert {"grpo[grounding]_vs_sft", "grpo[grounding]_vs_grpo"} <= set(result.changes)
