@@ -351,3 +351,54 @@ def test_litellm_agent_that_keeps_failing_fails_the_episode_loudly():
 def test_litellm_auto_tool_format_uses_text_for_the_embedded_model():
     assert LiteLLMAgent("local/smollm2-135m-instruct").native_tools is False
     assert LiteLLMAgent("openai/gpt-4o", tool_format="auto").native_tools is True
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(0.0, 1.0), (0.9, 1.0), (1.0, 0.7)])
+def test_decoding_loop_draws_what_generate_draws(temperature, top_p):
+    """`decode` over a prefilled cache gives the ids `generate` gives on the same left-padded
+    batch and seed (greedy, sampling, top-p), with the sampled tokens' log-probabilities, and
+    stops rows at any of several EOS ids."""
+    from transformers import GenerationConfig
+
+    from judgegym.agents.decoding import decode
+    from judgegym.agents.prefix_cache import PrefixCache
+
+    tokenizer = tiny_tokenizer()
+    model = tiny_llama(tokenizer)
+    prompts = [[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15, 16]]
+    eos = [3, 4]
+    sampled = temperature > 0
+    config = GenerationConfig(
+        do_sample=sampled,
+        temperature=temperature if sampled else None,
+        top_p=top_p if sampled else None,
+        top_k=0 if sampled else None,
+        max_new_tokens=12,
+        pad_token_id=0,
+        eos_token_id=eos,
+        output_logits=True,
+        return_dict_in_generate=True,
+    )
+    cache = PrefixCache(model)
+    with torch.no_grad():
+        input_ids, mask, prefilled = cache.prefill(prompts, 0, room=12)
+        torch.manual_seed(7)
+        ids, logprobs = decode(
+            model, input_ids, mask, prefilled, max_new_tokens=12, temperature=temperature, top_p=top_p,
+            eos_token_id=eos, pad_token_id=0, logprobs=True,
+        )  # fmt: skip
+        torch.manual_seed(7)
+        out = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
+    want = out.sequences[:, input_ids.shape[1] :]
+    assert ids.tolist() == want.tolist()
+    want_logprobs = torch.stack(
+        [
+            torch.log_softmax(step.float() / max(temperature, 1e-8), -1).gather(-1, want[:, t, None]).squeeze(1)
+            for t, step in enumerate(out.logits)
+        ],
+        dim=1,
+    )
+    assert torch.allclose(logprobs, want_logprobs, atol=1e-4)
+    for row in ids.tolist():  # after an EOS only padding
+        ends = [i for i, token in enumerate(row) if token in eos]
+        assert not ends or all(token == 0 for token in row[ends[0] + 1 :])

@@ -449,7 +449,9 @@ def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_mode
     )
     lines = []
     result = run_tools_demo(config, log=lines.append)
-    assert set(result.stages) == {"before", "sft", "grpo", "sft_more", "grpo[grounding]"} and all(len(e) == 2 for e in result.episodes.values())
+    assert set(result.stages) == {"before", "sft", "grpo", "sft_more", "grpo[grounding]"} and all(
+        len(e) == 2 for e in result.episodes.values()
+    )
     assert result.sft_data == {"played": 3, "kept": 3, "failed": 0, "file": str(tmp_path / "demo" / "sft-data.jsonl")}
     assert {c.metric for c in result.changes["total"]} >= {"reward", "tool_call_rate"}
     saved = json.loads((tmp_path / "demo" / "result.json").read_text())

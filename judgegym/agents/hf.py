@@ -13,7 +13,8 @@ from typing import Any
 
 from ..models.embedded import load_model, peft_quietly, unmark_quantized
 from .batching import BatchedAgent, Generation, Sampling
-from .prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, cache_argument, supports_prefix_cache
+from .decoding import decode
+from .prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, supports_prefix_cache
 
 
 class HFAgent(BatchedAgent):
@@ -36,6 +37,9 @@ class HFAgent(BatchedAgent):
             common token prefix, so a re-rendered conversation reuses what it shares); the
             generations are those of re-reading the whole conversation, up to floating-point
             summation order. On by default where the model allows it (full attention only).
+            Generation then runs judgegym's decoding loop (`judgegym.agents.decoding.decode`):
+            temperature, top-p and the model's EOS ids; other generation defaults a model
+            ships (a repetition penalty, top-k) are not applied.
         max_cached_tokens: kept tokens, all episodes together; past it the least recently used
             caches are dropped and those episodes read their conversation again.
     """
@@ -96,19 +100,30 @@ class HFAgent(BatchedAgent):
             options.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         prompt_ids: list[list[int]] = tokenizer(prompts, add_special_tokens=False)["input_ids"]
         with torch.inference_mode(), torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
-            if self.prefix_cache is not None:
+            if self.prefix_cache is not None:  # kept caches, and judgegym's own decoding loop over them
                 input_ids, attention_mask, cache = self.prefix_cache.prefill(
                     prompt_ids, tokenizer.pad_token_id, self.device, room=sampling.max_tokens
                 )
-                if cache is not None:
-                    options[cache_argument()] = cache
+                torch.manual_seed(seeds[0])
+                output, _ = decode(
+                    self.model,
+                    input_ids,
+                    attention_mask,
+                    cache,
+                    max_new_tokens=sampling.max_tokens,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    eos_token_id=self.model.generation_config.eos_token_id or tokenizer.eos_token_id,
+                    pad_token_id=tokenizer.pad_token_id,
+                )
             else:
                 inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
                 input_ids, attention_mask, cache = inputs["input_ids"], inputs["attention_mask"], None
-            torch.manual_seed(seeds[0])
-            output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **options)
+                torch.manual_seed(seeds[0])
+                output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **options)
+                output = output[:, input_ids.shape[1] :]
             rows = []
-            for row in output[:, input_ids.shape[1] :].tolist():
+            for row in output.tolist():
                 if tokenizer.eos_token_id in row:
                     row = row[: row.index(tokenizer.eos_token_id) + 1]
                 while row and row[-1] == tokenizer.pad_token_id and tokenizer.pad_token_id != tokenizer.eos_token_id:

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 
 from ..agents.batching import Sampling
+from ..agents.decoding import decode
 from ..agents.generation_copy import GenerationCopy
 from ..agents.prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, cache_argument, generated_cache, supports_prefix_cache
 from ..envs import env_urls, make_env
@@ -130,19 +131,33 @@ class TransformersBackend:
         )
         cuda = [self.device] if str(self.device).startswith("cuda") else []
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
-            if self.prefix_cache is not None:
+            if self.prefix_cache is not None:  # kept caches, and judgegym's own decoding loop over them
                 input_ids, attention_mask, cache = self.prefix_cache.prefill(prompts, pad, self.device, room=sampling.max_tokens)
+                torch.manual_seed(sampling.seed)
+                new, logprobs = decode(
+                    self.model,
+                    input_ids,
+                    attention_mask,
+                    cache,
+                    max_new_tokens=sampling.max_tokens,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    eos_token_id=eos,
+                    pad_token_id=pad,
+                    logprobs=True,
+                )
             else:
                 input_ids, attention_mask, cache = self._left_padded(rows_of, len(prompts), pad)
-            width = input_ids.shape[1]
-            torch.manual_seed(sampling.seed)
-            prefilled = {cache_argument(): cache} if cache is not None else {}
-            out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **prefilled)
-        new = out.sequences[:, width:]
-        # logprobs of every generated position, one (B, V) slice at a time
-        logprobs = torch.stack(
-            [selective_log_softmax(step_logits, new[:, t], sampling.temperature) for t, step_logits in enumerate(out.logits)], dim=1
-        )
+                width = input_ids.shape[1]
+                torch.manual_seed(sampling.seed)
+                prefilled = {cache_argument(): cache} if cache is not None else {}
+                out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **prefilled)
+                new = out.sequences[:, width:]
+                # logprobs of every generated position, one (B, V) slice at a time
+                logprobs = torch.stack(
+                    [selective_log_softmax(step_logits, new[:, t], sampling.temperature) for t, step_logits in enumerate(out.logits)],
+                    dim=1,
+                )
         ids_out, logprobs_out = [], []
         for row_ids, row_logprobs in zip(new.tolist(), logprobs.tolist(), strict=True):
             end = row_ids.index(eos) + 1 if eos in row_ids else len(row_ids)  # after EOS there is only padding
