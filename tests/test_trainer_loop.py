@@ -314,9 +314,11 @@ def test_generation_copy_is_the_merged_model_and_follows_each_step(tiny_model):
 
     from judgegym.agents.generation_copy import GenerationCopy
     from judgegym.agents.hf import load_model
+    from judgegym.models import peft_quietly
 
     model, _ = load_model(str(tiny_model), torch.float32)
-    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"]))
+    with peft_quietly():
+        peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"]))
     ids = torch.tensor([[5, 6, 7, 8, 9, 10, 11]])
 
     def logits(m):
