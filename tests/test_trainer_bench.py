@@ -101,6 +101,24 @@ def test_trainer_vs_trl_runs_both_trainers_alike(tiny_model, tmp_path):
     assert (trl_args["loss_type"], trl_args["beta"], trl_args["top_k"], trl_args["max_completion_length"]) == ("dapo", 0.0, 0, 8)
 
 
+@pytest.fixture(scope="module")
+def trl_installed() -> None:
+    """TRL's GRPOConfig imported once (a few seconds), as a shared fixture."""
+    pytest.importorskip("trl")
+    from trl import GRPOConfig  # noqa: F401
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_trainer_vs_trl_gives_both_trainers_the_same_precision(precision, tmp_path, trl_installed):
+    setup = trainer_vs_trl.Setup(model="some-folder", precision=precision)
+    config = trainer_vs_trl.judgegym_config(setup, tmp_path)
+    args, _ = trainer_vs_trl.trl_arguments(config, tmp_path)
+    bf16 = precision == "bf16"
+    assert args.bf16 is bf16 and config.mixed_precision == ("bf16" if bf16 else "no")
+    assert config.generation_dtype == ("auto" if bf16 else "training"), "fp32 samples from the float32 training model itself"
+    assert config.gradient_checkpointing is False and args.gradient_checkpointing is False
+
+
 # -- compare, on hand-made runs --------------------------------------------------------------
 
 

@@ -41,7 +41,8 @@ The setup is one `judgegym.trainers.GRPOConfig` (`judgegym_config`), translated 
   0, no warmup, a constant schedule (``lr_scheduler_type="constant_with_warmup"`` with 0 warmup
   steps, as judgegym builds it; TRL's default is linear decay), gradient norm clipped to 1.0;
 - run: ``gradient_checkpointing=False`` (TRL's default is True), ``bf16=False`` (TRL's default
-  is True), ``use_cpu=True``, ``use_liger_kernel=False``, ``cast_lm_head_to_fp32=False``,
+  is True) and judgegym's ``mixed_precision="no"``, ``generation_dtype="training"`` (with
+  ``--precision bf16``: bf16 autocast in both and judgegym's bf16 generation copy), ``use_cpu=True``, ``use_liger_kernel=False``, ``cast_lm_head_to_fp32=False``,
   ``disable_dropout=False`` (the model's and LoRA's dropout are 0), no eval, no checkpoints
   (TRL: ``save_strategy="no"``, judgegym: ``save_steps=0``, ``eval_steps=0``), TRL
   ``report_to="none"``, ``log_completions=False``, ``logging_steps=1`` (outside the timed
@@ -100,6 +101,10 @@ class Setup:
     steps: int = 5
     prefetch_k: int = 1
     judge: Literal["verifier", "hash"] = "verifier"
+    precision: Literal["fp32", "bf16"] = "fp32"
+    """``fp32``: both trainers in float32 throughout. ``bf16``: both use bf16 autocast for the update
+    (TRL ``bf16=True``; judgegym ``mixed_precision="bf16"``), and judgegym samples from its bf16
+    generation copy (``generation_dtype="auto"``), as its defaults do on a CPU with native bf16."""
     seed: int = 0
     threads: int = 1
 
@@ -115,6 +120,9 @@ def judgegym_config(setup: Setup, output_dir: str | os.PathLike[str]) -> GRPOCon
         model=setup.model,
         dtype="float32",
         device="cpu",
+        mixed_precision="bf16" if setup.precision == "bf16" else "no",
+        generation_dtype="auto" if setup.precision == "bf16" else "training",
+        gradient_checkpointing=False,
         scenarios_per_step=setup.scenarios,
         group_size=setup.group_size,
         micro_batch_size=setup.micro_batch_size,
@@ -172,7 +180,7 @@ def trl_arguments(config: GRPOConfig, output_dir: str | os.PathLike[str]) -> tup
         warmup_steps=config.warmup_steps,
         max_grad_norm=config.max_grad_norm,
         use_cpu=True,
-        bf16=False,
+        bf16=config.mixed_precision == "bf16",
         fp16=False,
         gradient_checkpointing=config.gradient_checkpointing,
         use_liger_kernel=False,
@@ -264,6 +272,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--prefetch-k", type=int, default=1, help="articles in each prompt (default: 1)")
     parser.add_argument("--judge", choices=("verifier", "hash"), default="verifier", help="the RagSupport verifier or AnswerHashJudge")
+    parser.add_argument(
+        "--precision", choices=("fp32", "bf16"), default="fp32", help="fp32 throughout, or bf16 autocast in both (default: fp32)"
+    )
     parser.add_argument("--threads", type=int, default=_cores(), help=f"torch threads in each run (default: every core, {_cores()})")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of both runs; every second round runs TRL first (default: 1)")
     parser.add_argument("--seed", type=int, default=0)
@@ -299,6 +310,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             steps=args.steps,
             prefetch_k=args.prefetch_k,
             judge=args.judge,
+            precision=args.precision,
             seed=args.seed,
             threads=args.threads,
         )
