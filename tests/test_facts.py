@@ -18,7 +18,7 @@ from judgegym.judges.facts import (
     with_years,
 )
 
-PREFIXES = ("email:", "phone:", "date:", "num:")
+PREFIXES = ("email:", "phone:", "date:", "time:", "num:")
 
 
 # --------------------------------------------------------------------------- numbers
@@ -225,6 +225,48 @@ def test_fact_present_uses_given_entities():
 
 def test_normalize_text():
     assert normalize_text("  Hello\t\nWORLD  ") == "hello world"
+
+
+# --------------------------------------------------------------------------- times of day
+
+
+@pytest.mark.parametrize(
+    ("text", "times"),
+    [
+        ("Open 8 am to 6 pm Eastern Time.", {"time:08:00", "time:18:00"}),
+        ("Open 08:00-18:00.", {"time:08:00", "time:18:00"}),
+        ("Doors at 6:30 p.m. sharp", {"time:18:30"}),
+        ("last entry 6.30PM", {"time:18:30"}),
+        ("Fermeture 18h30", {"time:18:30"}),
+        ("from noon until midnight", {"time:12:00", "time:00:00"}),
+        ("12 am", {"time:00:00"}),
+        ("12 pm", {"time:12:00"}),
+    ],
+)
+def test_times_of_day_in_either_clock_are_one_entity(text, times):
+    assert extract_entities(text) == times
+
+
+@pytest.mark.parametrize("text", ["I am 5 minutes away", "6 amazing deals", "a 3:1 ratio", "version 10.20.30"])
+def test_things_that_are_not_times_stay_numbers(text):
+    assert not any(e.startswith("time:") for e in extract_entities(text))
+
+
+def test_a_time_in_the_other_clock_is_present_and_a_swapped_one_is_not():
+    article = "The observatory is open 7 pm to 11:30 pm on Fridays."
+    assert fact_present("19:00", article) and fact_present("23:30", article)
+    assert not fact_present("17:00", article), "5 pm is not 7 pm"
+    assert not fact_present("7 am", article), "morning is not evening"
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(hour=st.integers(0, 23), minute=st.integers(0, 59), spaced=st.booleans(), dotted=st.booleans())
+def test_property_12_and_24_hour_forms_agree(hour, minute, spaced, dotted):
+    half = ("p" if hour >= 12 else "a") + (".m." if dotted else "m")
+    twelve = f"{hour % 12 or 12}:{minute:02d}{' ' if spaced else ''}{half}"
+    expected = {f"time:{hour:02d}:{minute:02d}"}
+    assert extract_entities(f"at {twelve} today") == extract_entities(f"at {hour:02d}:{minute:02d} today") == expected
+    assert extract_entities(f"at {hour}:{minute:02d}") == expected
 
 
 # --------------------------------------------------------------------------- properties

@@ -43,6 +43,11 @@ _YEARLESS_DATE = re.compile(
     re.IGNORECASE,
 )
 _MONTHS = {name: number for number, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+# Times of day. 12-hour: "8 am", "6pm", "6:30 p.m.", "6.30PM"; 24-hour: "18:30", "08:00", "18h30";
+# and "noon", "midnight". All become ``time:HH:MM``, so "6:30 pm" and "18:30" are one entity.
+_TIME_12 = re.compile(r"(?<![\w.:])(1[0-2]|0?[1-9])(?:[:.]([0-5]\d))?\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
+_TIME_24 = re.compile(r"(?<![\w.:])([01]?\d|2[0-3])[:h]([0-5]\d)(?![\d:]|\w)")
+_TIME_WORD = re.compile(r"(?<!\w)(?:12\s*)?(noon|midnight)\b", re.IGNORECASE)
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 _NUMBER = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)*")
 _SPACE = re.compile(r"\s+")
@@ -83,6 +88,7 @@ def canonical_number(token: str) -> str:
 def extract_entities(text: str) -> set[str]:
     """Canonical checkable entities: ``email:...``, ``phone:<digits>``, ``date:YYYY-MM-DD``
     (ISO dates, and dates written out with a year: "17 October 2025", "Oct 17, 2025"),
+    ``time:HH:MM`` (times of day in either clock: "6:30 pm", "18:30", "18h30", "noon"),
     ``num:<number>``.
 
     Citations like ``[doc-12]`` and list markers ("1. ") are ignored; a phone number's
@@ -107,6 +113,15 @@ def _entities(text: str) -> frozenset[str]:
         if 1 <= day <= 31:
             entities.add(f"date:{year}-{month:02d}-{day:02d}")
     text = _WRITTEN_DATE.sub(" ", text)
+    for hour, minute, half in _TIME_12.findall(text):
+        entities.add(f"time:{int(hour) % 12 + (12 if half.casefold() == 'p' else 0):02d}:{int(minute or 0):02d}")
+    text = _TIME_12.sub(" ", text)
+    for hour, minute in _TIME_24.findall(text):
+        entities.add(f"time:{int(hour):02d}:{minute}")
+    text = _TIME_24.sub(" ", text)
+    for word in _TIME_WORD.findall(text):
+        entities.add("time:12:00" if word.casefold() == "noon" else "time:00:00")
+    text = _TIME_WORD.sub(" ", text)
     for match in _PHONE_PLAIN.finditer(text):
         entities.add(f"phone:{re.sub(r'[^0-9]', '', match.group())[-10:]}")
     text = _PHONE_PLAIN.sub(" ", text)
