@@ -352,7 +352,9 @@ def train_command(
     judge: Annotated[
         str | None,
         typer.Option(
-            metavar="SPEC", help="Training judge spec: verifier, grounding, learned, auto, ruler:MODEL, rubric:MODEL [default: verifier]."
+            metavar="SPEC",
+            help="Training judge spec: verifier, grounding, learned, retrieval (RagSupport-v0), auto, ruler:MODEL, rubric:MODEL, "
+            "or a weighted sum such as 0.8*verifier+0.2*retrieval [default: verifier].",
         ),
     ] = None,
     steps: Annotated[int | None, typer.Option(metavar="N", min=1, help="Optimizer steps [default: 100].")] = None,

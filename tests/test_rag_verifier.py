@@ -10,6 +10,7 @@ import pytest
 
 from judgegym import Trajectory
 from judgegym.envs.rag import RagSupportEnv, RagVerifier
+from judgegym.judges import make_judge
 
 VERIFIER = RagVerifier()
 
@@ -218,3 +219,45 @@ def test_a_right_answer_that_speaks_to_the_grader_scores_zero():
     )
     assert plain.score == 1.0 and plain.components["addresses_grader"] == 0.0
     assert noted.score == 0.0 and noted.components["addresses_grader"] == 1.0 and "speaks to the grader" in noted.explanation
+
+
+# -- the retrieval reward -------------------------------------------------------------------------
+
+
+def _episode(env, seed, kind, reads, answer="Done."):
+    _, info = env.reset(seed=seed, options={"kind": kind})
+    search = {"id": "s", "type": "function", "function": {"name": "search", "arguments": '{"query": "x"}'}}
+    env.step({"role": "assistant", "tool_calls": [search]})
+    for doc_id in reads(info["task"]):
+        env.step(read(doc_id))
+    *_, end = env.step({"role": "assistant", "content": answer})
+    return end["trajectory"], info["task"]
+
+
+@pytest.mark.parametrize("kind", ["single_fact", "multi_hop", "comparison"])
+def test_retrieval_is_the_share_of_supporting_articles_read(env, kind):
+    retrieval = make_judge("retrieval")
+    for seed in range(5):
+        full, task = _episode(env, seed, kind, lambda t: t["supporting_doc_ids"])
+        assert retrieval.score_sync(full).score == 1.0
+        first, _ = _episode(env, seed, kind, lambda t: t["supporting_doc_ids"][:1])
+        assert retrieval.score_sync(first).score == pytest.approx(1 / len(task["supporting_doc_ids"]))
+        wrong, _ = _episode(env, seed, kind, lambda t: ["no-such-article"])  # a failed read counts for nothing
+        assert retrieval.score_sync(wrong).score == 0.0
+
+
+def test_retrieval_on_an_unanswerable_question_asks_for_a_search(env):
+    retrieval = make_judge("retrieval")
+    searched, task = _episode(env, 0, "unanswerable", lambda t: [])
+    assert not task["supporting_doc_ids"] and retrieval.score_sync(searched).score == 1.0
+    _, info = env.reset(seed=0, options={"kind": "unanswerable"})
+    *_, end = env.step({"role": "assistant", "content": "Not covered."})
+    assert retrieval.score_sync(end["trajectory"]).score == 0.0
+
+
+def test_retrieval_sums_with_the_verifier_and_needs_rag_gold():
+    judge = make_judge("0.8*verifier+0.2*retrieval", env_id="RagSupport-v0")
+    assert "retrieval" in judge.parts
+    with pytest.raises(ValueError, match="supporting_doc_ids"):
+        lone = Trajectory.from_messages([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
+        make_judge("retrieval").score_sync(lone)

@@ -42,7 +42,8 @@ The setup is one `judgegym.trainers.GRPOConfig` (`judgegym_config`), translated 
   steps, as judgegym builds it; TRL's default is linear decay), gradient norm clipped to 1.0;
 - run: ``gradient_checkpointing=False`` (TRL's default is True), ``bf16=False`` (TRL's default
   is True) and judgegym's ``mixed_precision="no"``, ``generation_dtype="training"`` (with
-  ``--precision bf16``: bf16 autocast in both and judgegym's bf16 generation copy), ``use_cpu=True``, ``use_liger_kernel=False``, ``cast_lm_head_to_fp32=False``,
+  ``--precision bf16``: bf16 autocast in both and judgegym's bf16 generation copy),
+  ``use_cpu=True``, ``use_liger_kernel=False``, ``cast_lm_head_to_fp32=False``,
   ``disable_dropout=False`` (the model's and LoRA's dropout are 0), no eval, no checkpoints
   (TRL: ``save_strategy="no"``, judgegym: ``save_steps=0``, ``eval_steps=0``), TRL
   ``report_to="none"``, ``log_completions=False``, ``logging_steps=1`` (outside the timed

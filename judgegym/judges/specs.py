@@ -4,6 +4,8 @@
   env's, `EachEnvVerifier`);
 - ``grounding``: `GroundingJudge` (offline, MiniLM embeddings, no gold answer);
 - ``learned``: `LearnedJudge` (offline, no gold answer, no LLM: learned from the verifiers);
+- ``retrieval``: RagSupport-v0's `RetrievalVerifier`, a dense process reward for training
+  beside the verifier (the share of the supporting articles the agent read);
 - ``auto``: the env's verifier where the trajectories carry gold data, else ``learned``
   (`Fallback`; each score says which judge it came from);
 - ``ruler:MODEL``: `RulerJudge` over any litellm model, e.g. ``ruler:openai/gpt-4o-mini``,
@@ -25,6 +27,7 @@ JUDGE_SPECS = (
     "verifier",
     "grounding",
     "learned",
+    "retrieval",
     "auto",
     "ruler:MODEL",
     "rubric:MODEL",
@@ -51,6 +54,10 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
         from .learned import LearnedJudge, load_heads
 
         return LearnedJudge(load_heads(options["weights"])) if "weights" in options else LearnedJudge()
+    if kind == "retrieval":
+        from ..envs.rag.verifier import RetrievalVerifier
+
+        return RetrievalVerifier()
     if kind == "auto":
         from .combine import Fallback
         from .learned import LearnedJudge
@@ -118,7 +125,7 @@ def _verifiers(env_id: str) -> Judge:
     return env_verifier(env_id)
 
 
-_BUILT_IN = frozenset(spec.partition(":")[0] for spec in JUDGE_SPECS[:6])
+_BUILT_IN = frozenset(spec.partition(":")[0] for spec in JUDGE_SPECS[:7])
 
 
 def _imported_judge(spec: str, **options: Any) -> Judge:

@@ -4,7 +4,7 @@ from ...jsonl import ScenarioFileError
 from .env import RagSupportEnv
 from .retrieval import KnowledgeBase
 from .scenario import Document, RagScenario, load_scenarios
-from .verifier import RagVerifier
+from .verifier import RagVerifier, RetrievalVerifier
 
 __all__ = [
     "Document",
@@ -12,6 +12,7 @@ __all__ = [
     "RagScenario",
     "RagSupportEnv",
     "RagVerifier",
+    "RetrievalVerifier",
     "ScenarioFileError",
     "load_scenarios",
 ]
