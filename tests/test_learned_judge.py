@@ -35,6 +35,7 @@ from judgegym.judges.learned import (
 )
 from judgegym.judges.learned import data as learned_data
 from judgegym.judges.learned import training as learned_training
+from judgegym.judges.learned import view as learned_view
 from judgegym.judges.learned.text import grounded_entities
 from judgegym.trajectory import TerminationReason
 
@@ -560,6 +561,67 @@ _message = st.one_of(
     ),
     st.builds(lambda c, t: tool(c, t), st.sampled_from(["c1", "c2", "zz"]), _text),
 )
+
+
+# -- the single-turn format: context in the prompt --------------------------------------------
+
+KB = "Opening hours: Saturday 10:00-16:00. Sunday 12:00-17:30. Tickets: adults EUR 14, children EUR 6."
+
+
+def single_turn(answer: str, *, context_in: str = "system", tools: list | None = None) -> Trajectory:
+    question = "When is it open on Sunday?"
+    prompt = (
+        [{"role": "system", "content": f"Answer from this information only.\n\n{KB}"}, {"role": "user", "content": question}]
+        if context_in == "system"
+        else [{"role": "system", "content": "Answer from the context."}, {"role": "user", "content": f"{question}\n\nContext:\n{KB}"}]
+    )
+    return Trajectory.from_messages([*prompt, {"role": "assistant", "content": answer}], tools=tools or [])
+
+
+@pytest.mark.parametrize("context_in", ["system", "user"])
+def test_context_given_in_the_prompt_is_what_the_agent_saw(context_in):
+    features = trajectory_features(single_turn("On Sunday it is open 12:00 to 17:30.", context_in=context_in), NO_EMBEDDING)
+    invented = trajectory_features(single_turn("On Sunday it is open 9:00 to 20:00.", context_in=context_in), NO_EMBEDDING)
+    assert features["entity_seen_share"] == 1.0 and invented["entity_seen_share"] == 0.0
+    assert features["copied_instructions"] == 0.0
+
+
+def test_with_tools_offered_the_system_prompt_is_instructions_not_evidence():
+    schema = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
+    quoted = "On Sunday it is open 12:00 to 17:30."
+    assert learned_view.prompt_is_context(single_turn(quoted))
+    assert not learned_view.prompt_is_context(single_turn(quoted, tools=schema))
+    assert trajectory_features(single_turn(quoted, tools=schema), NO_EMBEDDING)["entity_seen_share"] == 0.0
+
+
+def test_a_swapped_time_loses_its_context_where_the_right_one_keeps_it():
+    right = trajectory_features(single_turn("On Sunday it is open from 12:00 to 17:30."), NO_EMBEDDING)
+    swapped = trajectory_features(single_turn("On Sunday it is open from 10:00 to 16:00."), NO_EMBEDDING)
+    assert right["entity_seen_share"] == swapped["entity_seen_share"] == 1.0
+    assert swapped["entity_context_min"] < right["entity_context_min"]
+
+
+def test_tool_groups_retold_in_the_single_turn_format_keep_answers_and_labels():
+    def member(answer: str, teacher: float, read: bool = True) -> Trajectory:
+        trajectory = rag(answer, read=read)
+        trajectory.info.update({"teacher": teacher, "label": f"agent-{teacher}"})
+        return trajectory
+
+    group = Group(scenario_id="g", trajectories=[member("24 months [aurora-2-warranty].", 1.0), member("36 months.", 0.0, read=False)])
+    tied = Group(scenario_id="t", trajectories=[member("24 months.", 0.5), member("Two years.", 0.5)])
+    unread = Group(scenario_id="u", trajectories=[member("24 months.", 1.0, read=False), member("?", 0.0, read=False)])
+    retold = learned_data.single_turn_groups([group, tied, unread, group])
+    assert [g.scenario_id for g in retold] == ["g/single-turn", "g/single-turn"], "ties and groups that read nothing are left out"
+    for copy in retold:
+        assert [t.final_answer for t in copy.trajectories] == ["24 months [aurora-2-warranty].", "36 months."]
+        assert [(t.info["teacher"], t.info["label"]) for t in copy.trajectories] == [(1.0, "agent-1.0"), (0.0, "agent-0.0")]
+        for t in copy.trajectories:
+            assert not t.tools and [m.role for m in t.messages] == ["system", "user", "assistant"]
+            assert family_of(t) == "generic" and learned_view.prompt_is_context(t)
+            assert "The Aurora 2 has a 24-month warranty." in t.messages[0].content + t.messages[1].content
+    assert "24-month" in retold[0].trajectories[0].messages[0].content, "the first group's context is in the system prompt"
+    assert "24-month" in retold[1].trajectories[0].messages[1].content, "the next one's after the question"
+    assert retold[1].trajectories[0].messages[1].content.startswith("How long is the warranty on the Aurora 2?\n\n")
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -194,10 +194,12 @@ def seen_text(messages: Sequence[Message]) -> str:
     """The text an agent was shown that can back a claim, one message per line.
 
     That is the user turns (the question, articles or a document the env put in it, a
-    customer's replies) and the results of successful tool calls. Not evidence: the system
-    prompt (instructions, and their examples such as a ``[doc-id]`` placeholder), the env's
+    customer's replies) and the results of successful tool calls. Not evidence: the env's
     format-error notices, failed tool calls, and a tool result's quotes of the call's own
     string arguments ("No articles match '$19.99'"), which would launder an invented figure.
+    Nor the system prompt (instructions, and their examples such as a ``[doc-id]``
+    placeholder): an env's instructions are not evidence (a gold-free judge that scores a
+    conversation whose context came in the system prompt adds it: `learned.view.View`).
     """
     arguments: dict[str, list[str]] = {}
     parts = []

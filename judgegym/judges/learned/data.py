@@ -31,7 +31,7 @@ from ...envs.summarize import baselines as summarize_baselines
 from ...envs.support import baselines as support_baselines
 from ...evaluation.judge_bench import generate_groups
 from ...evaluation.runner import play_episode
-from ...formats.chat import TOOL_ERROR_PREFIX, tool_call_turn
+from ...formats.chat import TOOL_ERROR_PREFIX, tool_call_turn, tool_exchanges
 from ...formats.rag import CITATION
 from ...trajectory import Group, Trajectory
 from ..base import JudgeScore
@@ -630,6 +630,58 @@ def _tiebreak(trajectory: Trajectory) -> float:
     )
 
 
+# -- the single-turn format -----------------------------------------------------------------------
+
+_SINGLE_TURN_INSTRUCTIONS = (
+    "Answer the user's question using only the information below.",
+    "You are a helpful assistant. Use the reference material provided to answer. If it does not contain the answer, say so.",
+    "Reply to the request from the context given here; do not add facts it does not state.",
+)
+_READ_TOOLS = {"read": "article", "read_section": "section"}
+
+
+def single_turn_groups(groups: Sequence[Group], *, seed: int = 0) -> list[Group]:
+    """`groups` of tool-using episodes retold in the single-turn format of RULER's article: the
+    context in the prompt, no tools, each member's final answer as the reply.
+
+    A group's context is every article or section any member read in full (the same for all
+    members, in the order first read), placed, group by group in turn, in the system message
+    after an instruction or in the user message after the question (`View` takes the first
+    paragraph of the user message as the question). The teacher's
+    labels carry over: what an answer states, cites or leaves out is judged against the same
+    material. Groups whose members read nothing, or whose labels all tie, are left out. This
+    gives the generic head, which scores any conversation without a known toolset, the format
+    users bring most often, in worlds whose labels are known.
+    """
+    rng = random.Random(seed)
+    retold = []
+    for index, group in enumerate(groups):
+        blocks: dict[str, str] = {}
+        for trajectory in group.trajectories:
+            for call in tool_exchanges(trajectory.messages):
+                if call.name in _READ_TOOLS and call.result and not call.result.startswith(TOOL_ERROR_PREFIX):
+                    blocks.setdefault(call.result.strip(), call.name)
+        labels = {t.info.get("teacher") for t in group.trajectories}
+        if not blocks or len(labels) < 2:
+            continue
+        context = "\n\n".join(blocks)
+        first = group.trajectories[0]
+        question = next((m.content or "" for m in first.messages if m.role == "user"), "").strip().partition("\n\n")[0]
+        instruction = rng.choice(_SINGLE_TURN_INSTRUCTIONS)
+        if index % 2 == 0:
+            prompt = [{"role": "system", "content": f"{instruction}\n\n{context}"}, {"role": "user", "content": question}]
+        else:
+            prompt = [{"role": "system", "content": instruction}, {"role": "user", "content": f"{question}\n\nContext:\n{context}"}]
+        members = []
+        for trajectory in group.trajectories:
+            turns = [*prompt, {"role": "assistant", "content": trajectory.final_answer}]
+            reply = Trajectory.from_messages(turns, scenario_id=group.scenario_id)
+            reply.info.update({k: trajectory.info[k] for k in ("teacher", "label") if k in trajectory.info})
+            members.append(reply)
+        retold.append(Group(scenario_id=f"{group.scenario_id}/single-turn", trajectories=members))
+    return retold
+
+
 # -- fitting -------------------------------------------------------------------------------------
 
 
@@ -689,5 +741,6 @@ __all__ = [
     "episode_groups",
     "family_agents",
     "perturbation_groups",
+    "single_turn_groups",
     "teacher_score",
 ]

@@ -38,7 +38,21 @@ from . import (
     family_of,
     load_heads,
 )
-from .data import ENVS, INJECTED, Dataset, agent_episodes, dataset, episode_groups, family_agents, perturbation_groups, teacher_score
+from .data import (
+    ENVS,
+    INJECTED,
+    Dataset,
+    agent_episodes,
+    dataset,
+    episode_groups,
+    family_agents,
+    perturbation_groups,
+    single_turn_groups,
+    teacher_score,
+)
+
+SINGLE_TURN_FAMILIES = ("rag", "summarize")
+"""The families whose groups `train` also retells in the single-turn format for the generic head."""
 
 SIGNS: dict[str, int] = {
     **dict.fromkeys(
@@ -191,11 +205,18 @@ def train(
     slow part: the episodes and the embeddings) are kept there, keyed by the data settings,
     so a refit, or a change to the features, takes about a minute."""
     datasets: dict[str, Dataset] = {}
+    retold: list[Group] = []
     for family in ENVS:
         started = time.perf_counter()
         groups, groundings = training_groups(family, scenarios, perturbation=perturbation if family == "rag" else 0, seed=seed, cache=cache)
         datasets[family] = dataset(groups, groundings)
         log(f"{family}: {len(groups)} groups, {len(datasets[family].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
+        if family in SINGLE_TURN_FAMILIES:
+            retold += single_turn_groups(groups, seed=seed)
+    if retold:  # the generic head also learns the single-turn format (context in the prompt, no tools)
+        started = time.perf_counter()
+        datasets["single-turn"] = dataset(retold)
+        log(f"single-turn: {len(retold)} groups, {len(datasets['single-turn'].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
     offsets = np.cumsum([0, *(len(d.x) for d in datasets.values())])
     pooled = Dataset(
         x=np.concatenate([d.x for d in datasets.values()]),
@@ -211,11 +232,13 @@ def train(
         ),
     )
     heads = {
-        family: fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family]) for family, d in datasets.items()
+        family: fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family])
+        for family, d in datasets.items()
+        if family in FAMILY_FEATURES
     }
     heads["generic"] = fit_head(pooled, l2=l2, calibration=calibration, tie=tie)
     summary = {
-        family: {"pairs": len(d.pairs), "ties": len(d.ties), "train_pairwise": _pairwise(heads[family], d)}
+        family: {"pairs": len(d.pairs), "ties": len(d.ties), "train_pairwise": _pairwise(heads.get(family, heads["generic"]), d)}
         for family, d in {**datasets, "generic": pooled}.items()
     }
     return heads, summary
@@ -336,6 +359,7 @@ def _run(args: argparse.Namespace) -> int:
             "calibration": args.calibration,
             "tie": args.tie,
             "split": "train",
+            "single_turn_families": list(SINGLE_TURN_FAMILIES),
         }
         path = save_heads(heads, args.out, meta=meta)
         print(json.dumps(summary, indent=1))

@@ -21,6 +21,12 @@ class View:
     system: str
     question: str
     answer: str
+    instructions: str = ""
+    """The system prompt where it instructs (a conversation with tools); "" where it is
+    context (`prompt_is_context`)."""
+    context: str = ""
+    """What the prompt gives as evidence where `prompt_is_context`: the system prompt and the
+    first user message after its question paragraph; "" otherwise."""
     calls: list[ToolExchange] = field(default_factory=list)
     user_texts: list[str] = field(default_factory=list)
     assistant_texts: list[str] = field(default_factory=list)
@@ -33,10 +39,14 @@ class View:
         system = "\n".join(m.content or "" for m in trajectory.messages if m.role == "system")
         first_user = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
         facts = trajectory.info.get("facts")
+        question, _, rest = first_user.strip().partition("\n\n")
+        in_prompt = prompt_is_context(trajectory)
         view = cls(
             system=system,
-            question=first_user.strip().partition("\n\n")[0],
+            question=question,
             answer=trajectory.final_answer,
+            instructions="" if in_prompt else system,
+            context=f"{system}\n{rest}".strip() if in_prompt else "",
             calls=tool_exchanges(trajectory.messages),
             facts=facts if isinstance(facts, dict) else {},
         )
@@ -52,6 +62,18 @@ class View:
             elif message.role == "assistant" and message.content:
                 view.assistant_texts.append(message.content)
         return view
+
+
+def prompt_is_context(trajectory: Trajectory) -> bool:
+    """Whether the prompt is the agent's evidence: no tools were offered and none called.
+
+    With tools, the evidence is what they returned, and the system prompt holds instructions
+    and their examples (a ``[doc-id]`` placeholder, a sample figure), which support nothing.
+    Without tools, the prompt is the only place context can have come from, and the common
+    way to give it (the single-turn format of RULER's article, "answer from this
+    information: ...") is the system message. This reads the conversation's shape, not its
+    wording."""
+    return not trajectory.tools and not any(m.role == "tool" or (m.role == "assistant" and m.tool_calls) for m in trajectory.messages)
 
 
 def family_of(trajectory: Trajectory) -> str:
@@ -73,4 +95,6 @@ def read_trajectory(trajectory: Trajectory) -> tuple[View, str, str]:
     instructions and with years spelled out as the sources do)."""
     view = View.of(trajectory)
     seen = seen_text(trajectory.messages)
-    return view, seen, with_years(strip_copied(view.answer, [view.system, view.question]), f"{view.system}\n{seen}")
+    if view.context:
+        seen = f"{view.system}\n{seen}"
+    return view, seen, with_years(strip_copied(view.answer, [view.instructions, view.question]), f"{view.system}\n{seen}")
