@@ -26,7 +26,7 @@ from judgegym.integrations.export import write_chat_jsonl
 from judgegym.testing.tiny_models import tiny_llama_config
 from judgegym.trainers import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer, make_envs, play_groups, read_sft_records
 from judgegym.trainers.sft import length_grouped_batches, tokenize_trajectory
-from judgegym.trajectory import Group, Trajectory, write_jsonl
+from judgegym.trajectory import Group, Message, Trajectory, write_jsonl
 
 SMALL_RAG = {"n_products": 20, "n_worlds": 1}
 
@@ -429,6 +429,25 @@ def test_stage_metrics_and_paired_changes():
         paired_changes(before, after[::-1])
 
 
+def test_the_episodes_page_shows_the_scenarios_where_the_stages_differ_most():
+    from judgegym.trainers.tools_demo import episodes_page
+
+    def episode(seed, reward, answer):
+        task = {"question": f"question {seed}?", "gold_facts": [f"fact {seed}"], "answerable": seed != 2}
+        messages = [Message(role="user", content=f"question {seed}?"), Message(role="assistant", content=answer)]
+        return Trajectory(scenario_id=f"s{seed}", seed=seed, reward=reward, messages=messages, info={"task": task, "explanation": "a; b"})
+
+    sft = [episode(0, 0.5, "half"), episode(1, 0.0, "none"), episode(2, 1.0, "not covered")]
+    grpo = [episode(0, 0.5, "half again"), episode(1, 1.0, "all of it"), episode(2, 0.0, "a guess")]
+    page = episodes_page({"sft": sft, "grpo": grpo}, count=2, title="T")
+    assert page.startswith("# T\n") and "2 of 3 held-out scenarios" in page
+    assert page.index("scenario 1: question 1?") < page.index("scenario 2: question 2?") and "scenario 0" not in page
+    assert "Gold facts: fact 1" in page and "Unanswerable" in page
+    assert "**grpo**: reward 1.00 (a; b)" in page and "answers 'all of it'" in page
+    with pytest.raises(RuntimeError, match="other held-out scenarios"):
+        episodes_page({"sft": sft, "grpo": grpo[::-1]})
+
+
 @pytest.mark.slow
 def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_model):
     from judgegym.trainers.tools_demo import ToolsDemoConfig, run_tools_demo
@@ -456,6 +475,7 @@ def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_mode
     assert {c.metric for c in result.changes["total"]} >= {"reward", "tool_call_rate"}
     saved = json.loads((tmp_path / "demo" / "result.json").read_text())
     assert saved["stages"]["grpo"]["episodes"] == 2 and (tmp_path / "demo" / "stages.png").is_file()
+    assert (tmp_path / "demo" / "episodes.md").read_text().startswith("# Held-out episodes by stage")
     grpo_config = json.loads((tmp_path / "demo" / "grpo" / "config.json").read_text())
     assert grpo_config["init_adapter"] == str(tmp_path / "demo" / "sft" / "last") and grpo_config["eval_judge"] == "verifier"
     assert any(line.startswith("before: held-out reward") for line in lines)

@@ -5,6 +5,7 @@
 - `RubricJudge`: pointwise LLM judge with a natural-language rubric.
 - `GroundingJudge`: offline, embedding-based check of an answer against what the agent saw.
 - `LearnedJudge`: offline and gold-free, learned from the verifiers (features + linear heads).
+- `RetrievalVerifier`: a dense training reward for search-and-read tasks (supporting articles read).
 - `WeightedSum`, `Gate`, `Product`, `Fallback`: combinations.
 """
 
@@ -12,6 +13,7 @@ from .base import BatchJudge, Judge, JudgeScore, PointwiseJudge, Verifier, score
 from .combine import Fallback, Gate, Product, WeightedSum
 from .learned import LearnedJudge
 from .llm import JudgeError, JudgeLLM
+from .retrieval import RetrievalVerifier
 from .rubric import RubricJudge
 from .ruler import RulerJudge, ruler, ruler_score_group
 from .specs import make_judge
@@ -37,6 +39,7 @@ __all__ = [
     "LearnedJudge",
     "PointwiseJudge",
     "Product",
+    "RetrievalVerifier",
     "RubricJudge",
     "RulerJudge",
     "Verifier",

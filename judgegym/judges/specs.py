@@ -4,7 +4,7 @@
   env's, `EachEnvVerifier`);
 - ``grounding``: `GroundingJudge` (offline, MiniLM embeddings, no gold answer);
 - ``learned``: `LearnedJudge` (offline, no gold answer, no LLM: learned from the verifiers);
-- ``retrieval``: RagSupport-v0's `RetrievalVerifier`, a dense process reward for training
+- ``retrieval``: `RetrievalVerifier` (RagSupport-v0 and other search-and-read tasks), a dense process reward for training
   beside the verifier (the share of the supporting articles the agent read);
 - ``auto``: the env's verifier where the trajectories carry gold data, else ``learned``
   (`Fallback`; each score says which judge it came from);
@@ -55,7 +55,7 @@ def make_judge(spec: str, *, env_id: str | None = None, **options: Any) -> Judge
 
         return LearnedJudge(load_heads(options["weights"])) if "weights" in options else LearnedJudge()
     if kind == "retrieval":
-        from ..envs.rag.verifier import RetrievalVerifier
+        from .retrieval import RetrievalVerifier
 
         return RetrievalVerifier()
     if kind == "auto":

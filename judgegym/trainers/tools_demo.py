@@ -358,6 +358,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
             changes[f"{stage}_vs_grpo"] = paired_changes(episodes["grpo"], episodes[stage])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     plot = plot_stages(episodes, out / "stages.png")
+    (out / "episodes.md").write_text(episodes_page(episodes), encoding="utf-8")
     result = ToolsDemoResult(stages, changes, episodes, data, timings, peak, plot)
     (out / "result.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
     return result
@@ -414,12 +415,42 @@ def describe_episode(trajectory: Trajectory, width: int = 160) -> str:
     return "\n".join(lines) or "(no assistant turn)"
 
 
+def episodes_page(episodes: dict[str, list[Trajectory]], *, count: int = 6, title: str = "Held-out episodes by stage") -> str:
+    """A Markdown page of real held-out episodes, stage beside stage: for the `count` test
+    scenarios whose reward differs most between the stages (ties: the lowest seed first),
+    the question, the gold facts, and each stage's turns (`describe_episode`), reward and
+    verifier note. Every stage must have played the same scenarios (`paired_changes`)."""
+    names = list(episodes)
+    first = episodes[names[0]]
+    for name in names[1:]:
+        if [(t.scenario_id, t.seed) for t in episodes[name]] != [(t.scenario_id, t.seed) for t in first]:
+            raise RuntimeError(f"stage {name!r} played other held-out scenarios than {names[0]!r}")
+    rewards = [[t.reward or 0.0 for t in episodes[name]] for name in names]
+    spread = [max(column) - min(column) for column in zip(*rewards, strict=True)]
+    chosen = sorted(range(len(first)), key=lambda i: (-spread[i], first[i].seed or 0))[:count]
+    intro = f"{len(chosen)} of {len(first)} held-out scenarios (those where the stages' rewards differ most), greedy."
+    lines = [f"# {title}", "", intro, ""]
+    for i in chosen:
+        task = first[i].info.get("task", {})
+        lines += [f"## Test scenario {first[i].seed}: {task.get('question', first[i].scenario_id)}", ""]
+        gold = task.get("gold_facts")
+        answerable = task.get("answerable", True)
+        lines += [f"Gold facts: {', '.join(map(str, gold))}" if gold and answerable else "Unanswerable: the right answer says so.", ""]
+        for name in names:
+            trajectory = episodes[name][i]
+            note = str(trajectory.info.get("explanation", "")).split("; ")[:3]
+            lines += [f"**{name}**: reward {trajectory.reward or 0.0:.2f} ({'; '.join(note)})", "", "```text"]
+            lines += [describe_episode(trajectory, width=400), "```", ""]
+    return "\n".join(lines)
+
+
 def _short_args(arguments: str, width: int = 60) -> str:
     text = " ".join(str(arguments).split())
     return text if len(text) <= width else text[:width] + "..."
 
 
 __all__ = [
+    "episodes_page",
     "STAGES",
     "STAGE_METRICS",
     "ToolsDemoConfig",

@@ -4,7 +4,7 @@ from ...jsonl import ScenarioFileError
 from .env import RagSupportEnv
 from .retrieval import KnowledgeBase
 from .scenario import Document, RagScenario, load_scenarios
-from .verifier import RagVerifier, RetrievalVerifier
+from .verifier import RagVerifier
 
 __all__ = [
     "Document",
@@ -12,7 +12,6 @@ __all__ = [
     "RagScenario",
     "RagSupportEnv",
     "RagVerifier",
-    "RetrievalVerifier",
     "ScenarioFileError",
     "load_scenarios",
 ]
