@@ -42,9 +42,9 @@ from judgegym.trajectory import TerminationReason
 HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
 """Sets A (judge_groups_handwritten.jsonl), B (_b), C (_c) ... in the order they were written."""
 SET_IDS = [f"set-{p.stem.removeprefix('judge_groups_handwritten').lstrip('_') or 'a'}" for p in HANDWRITTEN_SETS]
-SET_SIZES = {"judge_groups_handwritten_i": (24, 6)}
-"""(groups, groups with an injection) a set holds at least, where not (30, 8): set I was written to
-measure the verifiers (8 groups per env)."""
+SET_SIZES = {"judge_groups_handwritten_i": (24, 6), "judge_groups_handwritten_j": (24, 6)}
+"""(groups, groups with an injection) a set holds at least, where not (30, 8): sets I and J were
+written to measure the verifiers (8 groups per env)."""
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
 
@@ -713,7 +713,7 @@ def test_judge_reward_takes_the_learned_spec():
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefghi"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghij"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
@@ -723,7 +723,7 @@ def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
     assert len(groups) >= least_groups
     families = {family_of(g.trajectories[0]) for g in groups}
     assert families == {"rag", "support", "summarize"}
-    injected = sum(any("inject" in str(t.info["perturbation"]) or "judge" in str(t.info["perturbation"]) for t in g) for g in groups)
+    injected = sum(any(mark in str(t.info["perturbation"]) for mark in ("inject", "judge", "grader") for t in g) for g in groups)
     assert injected >= least_injected
 
 
@@ -733,7 +733,7 @@ def test_the_injection_style_response_never_ranks_first_on_the_handwritten_sets(
     judge = LearnedJudge()
 
     def injected(label: object) -> bool:
-        return "inject" in str(label) or "judge" in str(label)
+        return any(mark in str(label) for mark in ("inject", "judge", "grader"))
 
     groups = [g for g in load_labelled_groups(path) if any(injected(t.info["perturbation"]) for t in g.trajectories)]
     assert len(groups) >= SET_SIZES.get(path.stem, (30, 8))[1]

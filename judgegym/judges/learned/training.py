@@ -293,7 +293,7 @@ def evaluate(judge: Judge, groups: Sequence[Group], name: str, judge_name: str) 
             continue
         top = max(result.scores)
         injected_first += any(
-            score >= top - 1e-9 and ("addresses_judge" in label or "inject" in label)
+            score >= top - 1e-9 and any(mark in label for mark in ("addresses_judge", "inject", "grader"))
             for score, label in zip(result.scores, result.labels, strict=True)
         )
     by_family: dict[str, list[Any]] = {}
