@@ -17,6 +17,16 @@ $JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag
 $JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag.jsonl" --agent "$SMOL" --env-arg max_turns=4 \
     --env-arg prefetch_k=2
 
+# Trained agents: the adapters of the tools demo (`judgegym demo --task tools --steps 15 --eval-episodes 64
+# --output-dir runs/demo-tools-64`, and --compare-judge learned), where they exist.
+TRAINED=${TRAINED:-runs/demo-tools-64}
+for stage in sft grpo grpo-learned sft-more; do
+    if [ -d "$TRAINED/$stage/last" ]; then
+        $JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag_trained.jsonl" \
+            --agent "hf:smollm2-135m+$TRAINED/$stage/last?max_tokens=128" --env-arg max_turns=4
+    fi
+done
+
 $JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$N" --out "$RUNS/support.jsonl" \
     --agent oracle --agent policy --agent unhelpful
 $JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$M" --out "$RUNS/support.jsonl" --agent "$SMOL" --env-arg max_turns=6
@@ -30,4 +40,8 @@ $JUDGEGYM leaderboard "$RUNS"/*.jsonl --out docs/leaderboard.md --title "judgegy
 SmolLM2-135M-Instruct zero-shot (greedy, 128 new tokens per turn, fewer turns allowed to bound CPU time): $M scenarios. \
 Success means reward >= 0.8; the figures are defined in [agents.md](agents.md#evaluation-runs). \
 The 135M model does not call tools zero-shot: it replies without calling them, so it scores near 0 everywhere, \
-a little above 0 on RagSupport when the articles are put in its prompt (prefetch_k=2). It is the starting point for GRPO training."
+a little above 0 on RagSupport when the articles are put in its prompt (prefetch_k=2). It is the starting point for GRPO training. \
+The \`+$TRAINED/...\` rows are the same model with the tools demo's LoRA adapters ([trainer.md](trainer.md#the-tools-demo)): \
+\`sft\` (SFT on oracle episodes), \`grpo\` (then 15 GRPO steps rewarded by 0.8*verifier+0.2*grounding), \`grpo-learned\` \
+(the same GRPO steps rewarded by the gold-free learned judge), \`sft-more\` (the control: SFT continued for GRPO's time); \
+$M scenarios, the same first ones of the test split as every SmolLM2 row."
