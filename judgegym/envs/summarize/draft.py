@@ -253,7 +253,10 @@ class Draft:
 
         def clock() -> tuple[str, frozenset[str]]:
             hour, minute = rng.randint(10, 23), rng.randint(10, 59)
-            return f"{hour}:{minute}", frozenset((f"num:{hour}", f"num:{minute}"))
+            # "23:37" is the one figure time:23:37; a clock whose hour or minute is a reserved
+            # number is still drawn again (its clash is returned), so documents stay as they were
+            clash = frozenset((f"num:{hour}", f"num:{minute}")) & self.reserved
+            return f"{hour}:{minute}", frozenset((f"time:{hour:02d}:{minute:02d}",)) | clash
 
         return {
             "pct": lambda: one(percent(rng.randint(11, 989))),
