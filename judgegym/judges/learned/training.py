@@ -30,6 +30,7 @@ from ...trajectory import Group, Trajectory
 from ..base import Judge, JudgeScore
 from ..specs import make_judge
 from . import (
+    FAMILIES,
     FAMILY_FEATURES,
     FEATURES,
     WEIGHTS_PATH,
@@ -197,10 +198,12 @@ def train(
     calibration: float = 0.2,
     tie: float = 0.0,
     cache: str | Path | None = None,
+    keep: dict[str, Head] | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[dict[str, Head], dict[str, Any]]:
     """Build the train-split groups of every family and fit the heads (and the generic one
     on all of them). Returns the heads and a summary (groups, pairs, train pairwise accuracy).
+    `keep`: heads taken as they are instead of fitted (a refit of the others only).
     With `cache` (a folder), each family's played groups and their grounding scores (the
     slow part: the episodes and the embeddings) are kept there, keyed by the data settings,
     so a refit, or a change to the features, takes about a minute."""
@@ -231,12 +234,13 @@ def train(
             ]
         ),
     )
+    keep = keep or {}
     heads = {
-        family: fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family])
+        family: keep.get(family) or fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family])
         for family, d in datasets.items()
         if family in FAMILY_FEATURES
     }
-    heads["generic"] = fit_head(pooled, l2=l2, calibration=calibration, tie=tie)
+    heads["generic"] = keep.get("generic") or fit_head(pooled, l2=l2, calibration=calibration, tie=tie)
     summary = {
         family: {"pairs": len(d.pairs), "ties": len(d.ties), "train_pairwise": _pairwise(heads.get(family, heads["generic"]), d)}
         for family, d in {**datasets, "generic": pooled}.items()
@@ -325,6 +329,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     train_cmd.add_argument("--calibration", type=float, default=0.2, help="weight of the pointwise calibration term (default 0.2)")
     train_cmd.add_argument("--cache", help="a folder to keep the features in, so refitting skips the episodes")
     train_cmd.add_argument("--out", default=str(WEIGHTS_PATH), help="where to write the weights (default: the shipped file)")
+    train_cmd.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        choices=list(FAMILIES),
+        help="keep this head as it is in --out instead of refitting it (repeatable)",
+    )
     eval_cmd = commands.add_parser("eval", help="judge-bench on held-out groups")
     eval_cmd.add_argument("--weights", default=str(WEIGHTS_PATH))
     eval_cmd.add_argument("--groups", action="append", default=[], help="a labelled-group JSONL file (repeatable)")
@@ -350,6 +361,7 @@ def _run(args: argparse.Namespace) -> int:
             l2=args.l2,
             calibration=args.calibration,
             cache=args.cache,
+            keep={family: head for family, head in load_heads(args.out).items() if family in args.keep} if args.keep else None,
         )
         meta = {
             "scenarios_per_env": args.scenarios,
@@ -360,6 +372,7 @@ def _run(args: argparse.Namespace) -> int:
             "tie": args.tie,
             "split": "train",
             "single_turn_families": list(SINGLE_TURN_FAMILIES),
+            **({"kept_heads": sorted(args.keep)} if args.keep else {}),
         }
         path = save_heads(heads, args.out, meta=meta)
         print(json.dumps(summary, indent=1))
