@@ -816,3 +816,19 @@ def test_the_command_reports_a_missing_or_malformed_file_without_a_traceback(tmp
             learned_training.main(argv)
         assert stop.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_refit_keeps_the_heads_it_is_told_to_keep(monkeypatch):
+    def groups(family, scenarios, **_):
+        members = [rag("The warranty is 24 months [aurora-2-warranty]."), rag("Maybe 36 months.", read=False), rag("No idea.")]
+        for trajectory, teacher in zip(members, (1.0, 0.0, 0.2), strict=True):
+            trajectory.info.update({"teacher": teacher, "label": f"a{teacher}"})
+        return [Group(scenario_id=f"{family}-0", trajectories=members)], [NO_EMBEDDING] * 3
+
+    monkeypatch.setattr(learned_training, "training_groups", groups)
+    kept = Head(mean=(0.0,) * len(FEATURES), scale=(1.0,) * len(FEATURES), weights=(0.5,) * len(FEATURES), bias=0.25)
+    heads, summary = learned_training.train(1, perturbation=0, keep={"rag": kept, "support": kept, "summarize": kept}, log=lambda _: None)
+    assert heads["rag"] is kept and heads["support"] is kept and heads["summarize"] is kept
+    assert heads["generic"] is not kept and summary["single-turn"]["pairs"] > 0, "the generic head is fitted, on single-turn groups too"
+    with pytest.raises(SystemExit):
+        learned_training.main(["train", "--keep", "nonsense"])
