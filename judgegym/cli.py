@@ -539,18 +539,23 @@ def demo_command(
         str,
         typer.Option(
             metavar="NAME",
-            help="answer: GRPO on the shaped answer-only task; tools: SFT then GRPO on the full RagSupport-v0 with its tools.",
+            help="answer: GRPO on the shaped answer-only task; tools: SFT then GRPO on the full RagSupport-v0 with its tools; "
+            "support: SFT then GRPO on CustomerSupport-v0.",
         ),
     ] = "answer",
     steps: Annotated[
-        int | None, typer.Option(metavar="N", min=1, help="GRPO steps [default: 10 for answer (B=4 x G=4), 3 for tools (B=2 x G=4)].")
+        int | None,
+        typer.Option(metavar="N", min=1, help="GRPO steps [default: 10 for answer (B=4 x G=4), 3 for tools and support (B=2 x G=4)]."),
     ] = None,
     eval_episodes: Annotated[
         int | None, typer.Option(metavar="N", min=2, help="Held-out test scenarios of every eval [default: 32 for answer, 16 for tools].")
     ] = None,
-    sft_episodes: Annotated[int, typer.Option(metavar="N", min=1, help="tools: oracle episodes played for the SFT data.")] = 32,
+    sft_episodes: Annotated[
+        int, typer.Option(metavar="N", min=1, help="tools, support: teacher episodes played for the SFT data (oracle; policy).")
+    ] = 32,
     output_dir: Annotated[
-        Path | None, typer.Option(metavar="DIR", help="Metrics, held-out episodes, adapters, plots [default: runs/demo, runs/demo-tools].")
+        Path | None,
+        typer.Option(metavar="DIR", help="Metrics, episodes, adapters, plots [default: runs/demo, runs/demo-tools, runs/demo-support]."),
     ] = None,
     seed: Annotated[int, typer.Option(metavar="INT", help="LoRA init, scenario order and sampling.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="answer: continue an interrupted demo from its newest checkpoint.")] = False,
@@ -566,25 +571,45 @@ def demo_command(
         bool,
         typer.Option(
             "--control/--no-control",
-            help="tools: also continue the SFT adapter with SFT for GRPO's training time, the control GRPO is compared with.",
+            help="tools, support: also continue the SFT adapter with SFT for GRPO's training time, the control GRPO is compared with.",
         ),
     ] = True,
+    pass_trials: Annotated[
+        int | None,
+        typer.Option(
+            metavar="K",
+            min=0,
+            help="tools, support: sampled attempts per held-out scenario at every stage, for pass^1..pass^K "
+            "[default: 0 for tools, 2 for support].",
+        ),
+    ] = None,
 ) -> None:
     """Train the embedded SmolLM2-135M on RagSupport-v0 on CPU and show the held-out reward
     before and after: --task answer (GRPO + LoRA on a shaped answer-only task,
-    docs/trainer.md#the-cpu-demo) or --task tools (SFT on oracle episodes, then GRPO, on the
-    real task with search and read; docs/trainer.md#the-tools-demo)."""
+    docs/trainer.md#the-cpu-demo), --task tools (SFT on oracle episodes, then GRPO, on the
+    real task with search and read; docs/trainer.md#the-tools-demo) or --task support (the
+    same on CustomerSupport-v0 from the policy agent's episodes, with pass^k;
+    docs/trainer.md#customersupport)."""
     from dataclasses import replace
 
     from .trainers.demo import DEMO_COMPONENTS, demo_config, run_demo
 
-    if task not in ("answer", "tools"):
-        raise _fail(f"--task must be 'answer' or 'tools', got {task!r}")
-    if task == "tools":
+    if task not in ("answer", "tools", "support"):
+        raise _fail(f"--task must be 'answer', 'tools' or 'support', got {task!r}")
+    if task in ("tools", "support"):
         if resume:
-            raise _fail("--resume is for --task answer; the tools demo's stages are short, rerun it into a new --output-dir")
+            raise _fail(f"--resume is for --task answer; the {task} demo's stages are short, rerun it into a new --output-dir")
+        support = task == "support"
         _tools_demo(
-            steps or 3, eval_episodes or 16, sft_episodes, output_dir or Path("runs/demo-tools"), seed, control, compare_judge or []
+            steps or 3,
+            eval_episodes or 16,
+            sft_episodes,
+            output_dir or Path("runs/demo-support" if support else "runs/demo-tools"),
+            seed,
+            control,
+            compare_judge or [],
+            env_id="CustomerSupport-v0" if support else "RagSupport-v0",
+            pass_trials=(2 if support else 0) if pass_trials is None else pass_trials,
         )
         return
     steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
@@ -631,29 +656,48 @@ def demo_command(
     console.print(peak_memory_line())
 
 
+SUPPORT_DEMO_MAX_TURNS = 10
+"""Turns of a CustomerSupport-v0 demo episode: the policy agent's episodes take 4 to 11."""
+
+
 def _tools_demo(
-    steps: int, eval_episodes: int, sft_episodes: int, output_dir: Path, seed: int, control: bool = True, compare: list[str] | None = None
+    steps: int,
+    eval_episodes: int,
+    sft_episodes: int,
+    output_dir: Path,
+    seed: int,
+    control: bool = True,
+    compare: list[str] | None = None,
+    *,
+    env_id: str = "RagSupport-v0",
+    pass_trials: int = 0,
 ) -> None:
-    from .trainers.tools_demo import STAGE_METRICS, ToolsDemoConfig, describe_episode, run_tools_demo
+    from .trainers.tools_demo import ToolsDemoConfig, describe_episode, run_tools_demo, stage_metric_names
 
     if output_dir.exists() and any(output_dir.iterdir()):
-        raise _fail(f"{output_dir} is not empty; the tools demo writes a new run there (choose another --output-dir)")
+        raise _fail(f"{output_dir} is not empty; the demo writes a new run there (choose another --output-dir)")
+    support = env_id == "CustomerSupport-v0"
     config = ToolsDemoConfig(
         output_dir=str(output_dir),
+        env_id=env_id,
         sft_episodes=sft_episodes,
         grpo_steps=steps,
         eval_episodes=eval_episodes,
         seed=seed,
         control=control,
         compare_judges=list(compare or []),
+        pass_trials=pass_trials,
+        **({"max_turns": SUPPORT_DEMO_MAX_TURNS} if support else {}),
     )
     control_text = "control: the SFT adapter continued with SFT for GRPO's training time; " if control else ""
+    tools = "look-ups and changes of orders" if support else "search, read"
+    pass_text = f"; pass^k from {pass_trials} sampled attempts each (temperature {config.pass_temperature})" if pass_trials else ""
     console.print(
-        f"RagSupport-v0 with its tools (search, read; the env's prompt and verifier): SmolLM2-135M-Instruct + LoRA; SFT on the "
-        f"oracle's episodes of {sft_episodes} train scenarios ({config.sft_epochs} epochs), then GRPO from the SFT adapter "
-        f"({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes, train reward {config.grpo_judge}); "
-        f"{control_text}"
-        f"held-out: {eval_episodes} test scenarios, greedy, reward verifier.",
+        f"{env_id} with its tools ({tools}; the env's prompt and verifier): SmolLM2-135M-Instruct + LoRA; SFT on the "
+        f"{config.teacher} agent's verified episodes of {sft_episodes} train scenarios ({config.sft_epochs} epochs), then GRPO "
+        f"from the SFT adapter ({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes, train reward "
+        f"{config.grpo_judge}); {control_text}"
+        f"held-out: {eval_episodes} test scenarios, greedy, reward verifier{pass_text}.",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -662,18 +706,21 @@ def _tools_demo(
         result = run_tools_demo(config, log=lambda line: console.print(line, markup=False, highlight=False))
     except (ValueError, ImportError, FileNotFoundError, FileExistsError) as exc:
         raise _fail(str(exc)) from None
-    table = Table(title=f"Held-out RagSupport-v0 with tools ({eval_episodes} test scenarios, greedy)")
+    table = Table(title=f"Held-out {env_id} with tools ({eval_episodes} test scenarios, greedy)")
     table.add_column("")
     labels = {"before": "before", "sft": "after SFT", "grpo": "after SFT + GRPO", "sft_more": "SFT continued (control)"}
     labels |= {stage: f"GRPO, reward {stage[5:-1]}" for stage in result.stages if stage.startswith("grpo[")}
     stages = [stage for stage in labels if stage in result.stages]
     for stage in stages:
         table.add_column(labels[stage], justify="right")
-    for metric in STAGE_METRICS:
+    for metric in stage_metric_names(env_id):
         name = "reward (verifier)" if metric == "reward" else metric.replace("_", " ")
         values = (result.stages[stage][metric] for stage in stages)
         table.add_row(name, *("-" if math.isnan(value) else f"{value:.3f}" for value in values))  # no tool calls: no error rate
     table.add_row("tool calls / episode", *(f"{result.stages[stage]['tool_calls']:.2f}" for stage in stages))
+    for k in range(1, pass_trials + 1):
+        cells = (result.pass_k[stage][f"pass^{k}"] for stage in stages)
+        table.add_row(f"pass^{k} (sampled) [95% CI]", *(f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in cells))
     console.print(table)
     comparisons = (
         ("sft", "SFT vs before"),
@@ -691,7 +738,8 @@ def _tools_demo(
         console.print(f"{label} (paired 95% intervals): {shown}", markup=False, highlight=False)
     sft, grpo = result.episodes["sft"], result.episodes["grpo"]
     for before, after_sft, after_grpo in list(zip(result.episodes["before"], sft, grpo, strict=True))[:2]:
-        question = next((m.content or "" for m in before.messages if m.role == "user"), "")
+        task_text = before.info.get("task", {})
+        question = task_text.get("goal") or next((m.content or "" for m in before.messages if m.role == "user"), "")
         console.print(f"\n{question}", markup=False, highlight=False, style="bold")
         for label, trajectory in (("before", before), ("after SFT", after_sft), ("after GRPO", after_grpo)):
             lines = describe_episode(trajectory).replace("\n", "\n    ")
@@ -702,6 +750,7 @@ def _tools_demo(
         f"time {minutes:.1f} min (SFT data {result.timings['data_s']:.0f} s, eval before {result.timings['eval_before_s']:.0f} s, "
         f"SFT with its eval {result.timings['sft_s']:.0f} s, GRPO with its eval {result.timings['grpo_s']:.0f} s"
         + (f", control with its data and eval {result.timings['control_s']:.0f} s" if "control_s" in result.timings else "")
+        + (f", sampled attempts for pass^k {result.timings['pass_k_s']:.0f} s" if "pass_k_s" in result.timings else "")
         + "); "
         f"peak memory {result.peak_rss_gb:.1f} GB",
         markup=False,

@@ -202,6 +202,24 @@ def test_flat_groups_are_skipped_and_failed_groups_dropped_and_counted(tmp_path,
     assert trainer.state.step == 3 and trainer.state.cursor == 9
 
 
+def test_oversample_plays_more_groups_and_trains_on_those_with_the_widest_spread(tmp_path, tiny_model):
+    config = make_config(tmp_path, tiny_model, scenarios_per_step=1, oversample=2, max_steps=2)
+    assert config.played_per_step == 3
+    trainer = GRPOTrainer(config, judge=ScriptedJudge(lambda t: 0.0))
+    flat, narrow, wide = trainer.scenario_seeds(0, 3)
+    rewards = {flat: iter([0.5, 0.5]), narrow: iter([0.4, 0.6]), wide: iter([0.0, 1.0])}
+    trainer.judge = ScriptedJudge(lambda t: next(rewards[t.seed]))
+    record = trainer.train_step()
+    assert {e.seed for e in trainer.last_rollout} == {flat, narrow, wide}  # B + oversample groups played
+    assert (record["num_zero_std_groups"], record["num_trained_groups"], record["num_trained_sequences"]) == (1, 1, 2)
+    assert record["reward"] == pytest.approx(0.5) and trainer.state.cursor == 3  # the cursor moves past every played group
+    trainer.judge = ScriptedJudge(lambda t: 0.3)  # nothing with spread: nothing trained, the step still counts
+    record = trainer.train_step()
+    assert (record["num_trained_groups"], record["num_trained_sequences"], trainer.state.cursor) == (0, 0, 6)
+    with pytest.raises(ValueError, match="oversample must be >= 0"):
+        make_config(tmp_path, tiny_model, oversample=-1)
+
+
 def test_trainer_logprobs_match_the_sampler_at_step_start(tmp_path, tiny_model):
     """Multi-turn episodes (the simulated customer answers every text turn), temperature 0.7,
     micro-batches padded differently from the generation batch: the trainer's forward pass

@@ -302,3 +302,12 @@ def test_selective_log_softmax_matches_log_softmax_and_keeps_the_gradient():
     torch.testing.assert_close(got, expected)
     got.sum().backward()
     assert logits.grad is not None and logits.grad.abs().sum() > 0
+
+
+def test_widest_groups_picks_the_groups_with_spread_and_never_failed_ones():
+    from judgegym.trainers.advantages import widest_groups
+
+    groups = [[0.5, 0.5], None, [0.4, 0.6], [0.0, 1.0], [1.0, float("nan")], [0.2, 0.8]]
+    assert widest_groups(groups, 2) == [3, 5]  # failed (None, NaN) never; ties would go by position
+    assert widest_groups(groups, 4) == [3, 5, 2, 0]  # a flat group only when nothing wider is left
+    assert widest_groups(groups, 10) == [3, 5, 2, 0] and widest_groups([], 2) == []

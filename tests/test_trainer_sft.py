@@ -489,3 +489,58 @@ def test_the_tools_demo_runs_its_stages_and_the_control(tmp_path, smol_tiny_mode
     other = json.loads((tmp_path / "demo" / "grpo-grounding" / "config.json").read_text())
     assert other["judge"] == "grounding" and other["init_adapter"] == grpo_config["init_adapter"] and other["eval_judge"] == "verifier"
     assert {"grpo[grounding]_vs_sft", "grpo[grounding]_vs_grpo"} <= set(result.changes)
+
+
+@pytest.mark.slow
+def test_the_support_demo_learns_from_the_policy_agent_and_reports_pass_k(tmp_path, smol_tiny_model):
+    from judgegym.trainers.tools_demo import ToolsDemoConfig, run_tools_demo
+
+    config = ToolsDemoConfig(
+        output_dir=str(tmp_path / "demo"),
+        env_id="CustomerSupport-v0",
+        model=smol_tiny_model,
+        sft_episodes=3,
+        sft_epochs=1,
+        grpo_steps=1,
+        scenarios_per_step=1,
+        group_size=2,
+        eval_episodes=2,
+        max_new_tokens=8,
+        max_turns=10,
+        control=False,
+        pass_trials=2,
+    )
+    lines = []
+    result = run_tools_demo(config, log=lines.append)
+    assert config.teacher == "policy" and any(line.startswith("SFT data: the policy agent played 3") for line in lines)
+    assert set(result.stages) == {"before", "sft", "grpo"} and result.env_id == "CustomerSupport-v0"
+    assert {"success", "policy_violations_rate", "false_claims_rate"} <= set(result.stages["sft"])
+    # pass^k from two sampled attempts at each of the two held-out scenarios, at every stage
+    assert set(result.pass_k) == {"before", "sft", "grpo"} and all(len(e) == 4 for e in result.sampled_episodes.values())
+    for stage in result.pass_k.values():
+        assert set(stage) == {"pass^1", "pass^2"} and stage["pass^2"][0] <= stage["pass^1"][0]
+        assert all(low <= value <= high for value, low, high in stage.values())
+    assert {"pass^1", "pass^2"} <= {c.metric for c in result.changes["grpo"]}
+    saved = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert saved["env_id"] == "CustomerSupport-v0" and set(saved["pass_k"]["sft"]) == {"pass^1", "pass^2"}
+    assert (tmp_path / "demo" / "sampled" / "grpo.jsonl").is_file()
+    assert "Gold actions:" in (tmp_path / "demo" / "episodes.md").read_text()
+
+
+def test_stage_metrics_of_customer_support_count_episodes_with_violations():
+    from judgegym.evaluation.stats import pass_k_per_task
+    from judgegym.trainers.tools_demo import ToolsDemoConfig, pass_k_changes, stage_metrics
+
+    def episode(seed, reward, violations=0.0, trial=0):
+        metrics = {"tool_calls": 1, "tool_errors": 0, "success": float(reward == 1), "policy_violations": violations, "false_claims": 0}
+        return Trajectory(scenario_id=f"s{seed}", seed=seed, reward=reward, metrics=metrics, info={"trial": trial})
+
+    metrics = stage_metrics([episode(0, 1.0), episode(1, 0.0, violations=2.0)], "CustomerSupport-v0")
+    assert metrics["policy_violations_rate"] == 0.5 and metrics["success"] == 0.5 and "recall" not in metrics
+    sampled = [episode(0, 1.0), episode(0, 0.9, trial=1), episode(1, 1.0), episode(1, 0.0, trial=1)]
+    assert pass_k_per_task(sampled, 1) == {"s0": 1.0, "s1": 0.5} and pass_k_per_task(sampled, 2) == {"s0": 1.0, "s1": 0.0}
+    worse = [episode(0, 0.0), episode(0, 0.0, trial=1), episode(1, 1.0), episode(1, 0.0, trial=1)]
+    changes = {c.metric: c for c in pass_k_changes(sampled, worse, 2)}
+    assert changes["pass^2"].before == 0.5 and changes["pass^2"].after == 0.0 and changes["pass^1"].difference == -0.5
+    with pytest.raises(ValueError, match="trains on"):
+        ToolsDemoConfig(env_id="Summarize-v0")

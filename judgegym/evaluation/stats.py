@@ -41,6 +41,16 @@ def pass_hat_k(successes_per_task: Iterable[tuple[int, int]], k: int) -> float:
     return float(np.mean(values))
 
 
+def pass_k_per_task(trajectories: Sequence[Trajectory], k: int, success_threshold: float = SUCCESS_THRESHOLD) -> dict[str, float]:
+    """Each scenario's pass^k estimate C(c, k) / C(n, k) from its trials (success: reward at
+    least `success_threshold`), by scenario id in order of first appearance: their mean is
+    `pass_hat_k`, and a bootstrap over them gives its interval."""
+    per_task: dict[str, list[bool]] = {}
+    for t in trajectories:
+        per_task.setdefault(t.scenario_id, []).append((t.reward or 0.0) >= success_threshold)
+    return {task: pass_hat_k([(len(v), sum(v))], k) for task, v in per_task.items()}
+
+
 @dataclass
 class EvalSummary:
     """Aggregate of one agent's trajectories on one env (JSON-able with `asdict`)."""
@@ -119,4 +129,4 @@ def summarize(trajectories: Sequence[Trajectory], *, success_threshold: float = 
     )
 
 
-__all__ = ["SUCCESS_THRESHOLD", "EvalSummary", "bootstrap_ci", "pass_hat_k", "summarize"]
+__all__ = ["SUCCESS_THRESHOLD", "EvalSummary", "bootstrap_ci", "pass_hat_k", "pass_k_per_task", "summarize"]

@@ -152,4 +152,16 @@ def _std(values: list[float]) -> float:
     return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1))
 
 
-__all__ = ["STD_EPSILON", "GroupAdvantages", "GroupRewards", "ScaleRewards", "group_advantages"]
+def widest_groups(groups: Sequence[GroupRewards], count: int) -> list[int]:
+    """The indices of the `count` groups with the widest reward spread (sample standard
+    deviation), widest first, ties by position; failed groups never, flat ones last. With no
+    more groups than `count`, every group that did not fail. DAPO's dynamic sampling keeps
+    drawing until a batch has `count` groups with spread; this is its fixed-budget form: play
+    a few more groups than the step trains on and train on those that carry signal."""
+    rewards = [_rewards(i, group) for i, group in enumerate(groups)]
+    spread = [(i, _std(r) if len(r) > 1 else 0.0) for i, r in enumerate(rewards) if r is not None]
+    ranked = sorted(spread, key=lambda item: (-item[1], item[0]))
+    return [i for i, _ in ranked[:count]]
+
+
+__all__ = ["STD_EPSILON", "GroupAdvantages", "GroupRewards", "ScaleRewards", "group_advantages", "widest_groups"]

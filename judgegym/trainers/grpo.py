@@ -27,7 +27,7 @@ import torch
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
 from ..trajectory import Group
-from .advantages import ScaleRewards, group_advantages
+from .advantages import ScaleRewards, group_advantages, widest_groups
 from .device import training_autocast
 from .distributed import Ranks
 from .loop import Trainer, format_metric
@@ -89,6 +89,11 @@ class GRPOConfig(PolicyConfig):
     max_steps: int = config_field(100, "Optimizer steps to train for.")
     # -- batch --------------------------------------------------------------------------
     scenarios_per_step: int = config_field(4, "B: scenarios (groups) per optimizer step, taken in order from the train split.")
+    oversample: int = config_field(
+        0,
+        "Extra scenarios played each step (DAPO's dynamic sampling in a fixed budget): B + oversample groups are played and "
+        "the B with the widest reward spread are trained on, so groups where every episode scored alike stop wasting steps.",
+    )
     group_size: int = config_field(8, "G: episodes per scenario (TRL's num_generations); advantages are relative within a group.")
     micro_batch_size: int = config_field(4, "Sequences per forward/backward pass; gradients accumulate over the whole step.")
     # -- generation ---------------------------------------------------------------------
@@ -161,6 +166,8 @@ class GRPOConfig(PolicyConfig):
 
     def __post_init__(self) -> None:
         problems = []
+        if self.oversample < 0:
+            problems.append(f"oversample must be >= 0, got {self.oversample}")
         positive = ("max_steps", "scenarios_per_step", "group_size", "micro_batch_size", "max_new_tokens", "max_turns", "eval_episodes")
         problems += [f"{name} must be >= 1, got {getattr(self, name)}" for name in positive if getattr(self, name) < 1]
         nonnegative = ("save_steps", "eval_steps", "warmup_steps", "weight_decay", "max_grad_norm", "beta")
@@ -235,6 +242,11 @@ class GRPOConfig(PolicyConfig):
             lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
             urls += [line for line in lines if line]
         return urls
+
+    @property
+    def played_per_step(self) -> int:
+        """Scenarios played each step: ``scenarios_per_step + oversample``."""
+        return self.scenarios_per_step + self.oversample
 
     @property
     def effective_learning_rate(self) -> float:
@@ -330,7 +342,7 @@ class _Pipeline:
                 idle = time.perf_counter() - started
                 rollout = trainer.rollout(step, cursor)
                 rollout.sampler_idle_s = idle
-                cursor += trainer.config.scenarios_per_step
+                cursor += trainer.config.played_per_step
                 self.ready.put(rollout)
         except BaseException as error:  # noqa: BLE001  (handed to the trainer's thread, which raises it)
             self.ready.put(error)
@@ -370,10 +382,10 @@ class GRPOTrainer(Trainer):
         self.ranks = Ranks.from_environment(device=self.device, timeout_s=config.dist_timeout_s)
         if self.ranks.active and config.device == "auto" and self.device == "cuda":
             self.device = f"cuda:{self.ranks.local_rank}"
-        if config.scenarios_per_step % self.ranks.world_size:
+        if config.played_per_step % self.ranks.world_size:
             raise ValueError(
-                f"scenarios_per_step={config.scenarios_per_step} must be divisible by the {self.ranks.world_size} ranks: each rank "
-                "plays whole groups"
+                f"scenarios_per_step + oversample = {config.played_per_step} must be divisible by the {self.ranks.world_size} ranks: "
+                "each rank plays whole groups"
             )
         if judge is None:
             from ..judges.specs import make_judge
@@ -384,7 +396,7 @@ class GRPOTrainer(Trainer):
         self.total_steps = config.max_steps
         self.model, self.tokenizer = self.load_model()
         self.make_optimizer(config.effective_learning_rate)
-        self.groups_per_rank = config.scenarios_per_step // self.ranks.world_size
+        self.groups_per_rank = config.played_per_step // self.ranks.world_size
         self.envs = make_envs(
             config.env_id, self.groups_per_rank * config.group_size, config.env_kwargs, max_turns=config.max_turns, env_url=config.env_url
         )
@@ -466,7 +478,7 @@ class GRPOTrainer(Trainer):
         """Play and judge step `step`'s groups (this rank's share of the scenarios at data-cursor
         positions ``cursor ..``) with the policy the backend serves now."""
         config, started = self.config, time.perf_counter()
-        seeds = self.scenario_seeds(cursor, config.scenarios_per_step)[self.ranks.share(config.scenarios_per_step)]
+        seeds = self.scenario_seeds(cursor, config.played_per_step)[self.ranks.share(config.played_per_step)]
         version = self._served_step
 
         # 1. Rollouts: this rank's groups x G members, sampled by the policy the backend serves.
@@ -503,22 +515,25 @@ class GRPOTrainer(Trainer):
 
         # 3. Group-relative advantages over every rank's groups; failed and zero-variance groups
         #    carry no signal, nor do groups sampled more than max_off_policy_steps versions ago.
+        #    With oversample, only the B groups of widest spread are trained on.
         staleness = step - 1 - rollout.policy_version
         too_old = staleness > config.max_off_policy_steps
         rewards = [None if group.failed else [t.reward for t in group.trajectories] for group in judged]
         all_rewards = [r for share in self.ranks.gather(rewards) for r in share]
         advantages = group_advantages(all_rewards, config.scale_rewards)
-        mine = self.ranks.share(config.scenarios_per_step)
+        trained = set(widest_groups(all_rewards, config.scenarios_per_step))
+        mine = self.ranks.share(config.played_per_step)
         batch: list[tuple[TokenTrajectory, float]] = []
-        for group_members, group_advantage, flat in zip(members, advantages.advantages[mine], advantages.zero_std[mine], strict=True):
-            if group_advantage is not None and not flat and not too_old:
+        for index, group_members in zip(range(config.played_per_step)[mine], members, strict=True):
+            group_advantage = advantages.advantages[index]
+            if group_advantage is not None and not advantages.zero_std[index] and index in trained and not too_old:
                 batch += [(e.tokens, a) for e, a in zip(group_members, group_advantage, strict=True)]
 
         # 4. One policy-gradient step over the sampled tokens of the kept groups.
         self.model.train()
         train_metrics = self._update(batch)
         self.model.eval()
-        self.state.step, self.state.cursor = step, self.state.cursor + config.scenarios_per_step
+        self.state.step, self.state.cursor = step, self.state.cursor + config.played_per_step
         updated = time.perf_counter()
         self._sync_backend()
         finished = time.perf_counter()
@@ -532,6 +547,7 @@ class GRPOTrainer(Trainer):
         record.update(self.ranks.sum(rollout.judge_metrics))
         record["num_failed_groups"] = advantages.n_failed
         record["num_zero_std_groups"] = advantages.n_zero_std
+        record["num_trained_groups"] = sum(1 for i in trained if not advantages.zero_std[i]) if not too_old else 0
         timing = dict(rollout.timings)
         if rollout.waited_s is not None:  # made ahead by the pipeline
             stale = self.ranks.sum({"stale": float(too_old) * len(judged)})["stale"]

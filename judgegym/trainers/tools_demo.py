@@ -1,23 +1,31 @@
-"""The tools demo: the standard recipe, supervised warm start then RL, on the real RagSupport-v0
-(the env's own prompt, tools and verifier; no prefetched articles, no answer-only shaping).
+"""The tools demo: the standard recipe, supervised warm start then RL, on a real multi-turn env with
+its tools: RagSupport-v0 (``judgegym demo --task tools``) or CustomerSupport-v0 (``--task
+support``), the env's own prompt, tools and verifier; no prefetched articles, no answer-only
+shaping.
 
 SmolLM2-135M-Instruct does not call tools zero-shot, so GRPO from it has nothing to learn
 from. The demo:
 
-1. plays the scripted `oracle` (it searches, reads the supporting articles and answers citing
-   them) on train-split scenarios, keeps the episodes the verifier scores 1.0 (rejection
-   sampling), and writes them to ``sft-data.jsonl``;
+1. plays the env's scripted teacher (`DEMO_ENVS`: on RagSupport the `oracle`, which searches,
+   reads the supporting articles and answers citing them; on CustomerSupport the rule-based
+   `policy` agent, which identifies the customer, looks the order up and acts by the policy)
+   on train-split scenarios, keeps the episodes the verifier scores 1.0 (rejection sampling),
+   and writes them to ``sft-data.jsonl``;
 2. fine-tunes a LoRA adapter on them (`SFTTrainer`: loss on the assistant tokens only, the
    same token sequences GRPO samples);
 3. continues that adapter with GRPO (`GRPOTrainer` with ``init_adapter``) on other
    train-split scenarios;
 4. the control (``control=True``): the same SFT adapter trained on by SFT for GRPO's training
-   time instead (the first SFT's data plus as many new oracle episodes, more epochs), so that a
+   time instead (the first SFT's data plus as many new teacher episodes, more epochs), so that a
    gain of GRPO over SFT is not only the gain of more training: the claim is that the judge's
    reward adds what imitation does not;
 5. evaluates the same held-out test scenarios greedily before, after SFT, after GRPO and after
-   the control, and reports reward (the verifier alone), tool-call rate, tool error rate,
-   recall, citation and abstention, with paired bootstrap intervals of each change.
+   the control, and reports reward (the verifier alone), tool-call rate, tool error rate and
+   the env's own figures (`DEMO_ENVS`: recall, citation and abstention; or success,
+   policy-violation and false-claim rates), with paired bootstrap intervals of each change;
+6. with ``pass_trials=k``, plays each stage's policy k times more on the same scenarios,
+   sampling, for tau-bench's pass^1 .. pass^k with intervals (a policy that succeeds only
+   sometimes loses pass^k).
 
 `run_tools_demo` does it all; ``judgegym demo --task tools`` prints it.
 """
@@ -42,14 +50,48 @@ STAGES = ("before", "sft", "grpo", "sft_more")
 control: after SFT continued for GRPO's training time (with ``control=True``). Each of
 ``compare_judges`` adds a stage ``grpo[SPEC]``."""
 
-STAGE_METRICS = ("reward", "tool_call_rate", "tool_error_rate", "recall", "citation", "abstained")
-"""What each stage reports (`stage_metrics`)."""
+
+@dataclass(frozen=True)
+class DemoEnv:
+    """What the demo needs to know of an env: who teaches it and what it reports."""
+
+    teacher: str
+    """The scripted agent whose verified episodes are the SFT data."""
+    reward: str
+    """GRPO's default training reward (a judge spec)."""
+    metrics: tuple[str, ...]
+    """The env's figures each stage reports besides reward and tool use: a verifier component's
+    mean, or ``X_rate`` for the share of episodes whose component ``X`` is above 0
+    (``policy_violations_rate``: episodes that broke a policy rule at least once)."""
+
+
+DEMO_ENVS = {
+    "RagSupport-v0": DemoEnv("oracle", "0.8*verifier+0.2*grounding", ("recall", "citation", "abstained")),
+    "CustomerSupport-v0": DemoEnv(
+        "policy", "verifier", ("success", "db_match", "identified", "policy_violations_rate", "false_claims_rate")
+    ),
+}
+"""The envs the demo trains on. RagSupport's training reward adds a dense grounding term to the
+verifier; CustomerSupport's verifier is graded already (failures ordered by severity,
+docs/customersupport.md), and its answers are short reports of tool results."""
+
+STAGE_METRICS = ("reward", "tool_call_rate", "tool_error_rate", *DEMO_ENVS[TOOLS_DEMO_ENV].metrics)
+"""What each stage reports on RagSupport-v0 (`stage_metrics`; `stage_metric_names` for any env)."""
+
+
+def stage_metric_names(env_id: str = TOOLS_DEMO_ENV) -> tuple[str, ...]:
+    """The figures each stage reports on `env_id`: reward, tool-call rate, tool error rate and
+    the env's own (`DEMO_ENVS`)."""
+    if env_id not in DEMO_ENVS:
+        raise ValueError(f"the tools demo trains on {', '.join(DEMO_ENVS)}, not {env_id!r}")
+    return ("reward", "tool_call_rate", "tool_error_rate", *DEMO_ENVS[env_id].metrics)
+
 
 SFT_SEED_OFFSET = 500_000
 """SFT data plays train-split seeds from here: GRPO's scenarios (from 0) are others."""
 
 CONTROL_SEED_OFFSET = 600_000
-"""The control's new oracle episodes play train-split seeds from here."""
+"""The control's new teacher episodes play train-split seeds from here."""
 
 
 @dataclass
@@ -57,16 +99,22 @@ class ToolsDemoConfig:
     """The demo's sizes; the defaults fit the CPU budget of docs/trainer.md#the-tools-demo."""
 
     output_dir: str = "runs/demo-tools"
+    env_id: str = TOOLS_DEMO_ENV
+    """The env trained and evaluated on (one of `DEMO_ENVS`)."""
     model: str = "smollm2-135m"
     sft_episodes: int = 32
-    """Oracle episodes played for the SFT data (those scoring below `min_reward` are dropped)."""
+    """Teacher episodes played for the SFT data (those scoring below `min_reward` are dropped)."""
     min_reward: float = 1.0
     sft_epochs: int = 3
     sft_learning_rate: float = 1e-3
     grpo_steps: int = 3
-    grpo_judge: str = "0.8*verifier+0.2*grounding"
-    """The GRPO training reward; the held-out figure is always the verifier alone."""
+    grpo_judge: str | None = None
+    """The GRPO training reward (None: the env's, `DEMO_ENVS`); the held-out figure is always
+    the verifier alone."""
     scenarios_per_step: int = 2
+    oversample: int = 0
+    """Extra scenarios GRPO plays each step, training on the `scenarios_per_step` of widest
+    reward spread (`GRPOConfig.oversample`)."""
     group_size: int = 4
     grpo_learning_rate: float = 1e-4
     temperature: float = 0.8
@@ -75,7 +123,7 @@ class ToolsDemoConfig:
     max_turns: int = 4
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra RagSupport-v0 keyword arguments for every stage (none: the env as registered)."""
+    """Extra env keyword arguments for every stage (none: the env as registered)."""
     control: bool = True
     """Also continue the SFT adapter with SFT for GRPO's training time (stage ``sft_more``)."""
     compare_judges: list[str] = field(default_factory=list)
@@ -84,6 +132,23 @@ class ToolsDemoConfig:
     evaluated by the verifier: e.g. ``["learned"]``, the gold-free judge against `grpo_judge`."""
     epsilon_high: float | None = None
     """GRPO's upper clip range (clip-higher, e.g. 0.28); None: the lower one (0.2)."""
+    pass_trials: int = 0
+    """Sampled attempts per held-out scenario for pass^1 .. pass^k at every stage (0: none;
+    the greedy evals give one answer per scenario, so pass^k needs its own samples)."""
+    pass_temperature: float = 0.7
+    """The sampling temperature of those attempts."""
+
+    def __post_init__(self) -> None:
+        stage_metric_names(self.env_id)  # an env the demo knows
+        if self.grpo_judge is None:
+            self.grpo_judge = DEMO_ENVS[self.env_id].reward
+        if self.pass_trials < 0 or (self.pass_trials and self.pass_temperature <= 0):
+            raise ValueError(f"pass_trials must be >= 0 with pass_temperature > 0, got {self.pass_trials} and {self.pass_temperature}")
+
+    @property
+    def teacher(self) -> str:
+        """The scripted agent whose episodes are the SFT data (`DEMO_ENVS`)."""
+        return DEMO_ENVS[self.env_id].teacher
 
 
 @dataclass
@@ -107,16 +172,24 @@ class ToolsDemoResult:
     changes: dict[str, list[Change]]
     """``"sft"``: SFT against before; ``"grpo"``: GRPO against SFT; ``"total"``: GRPO against
     before; with the control, ``"control"``: continued SFT against SFT, and ``"grpo_vs_control"``:
-    GRPO against continued SFT."""
+    GRPO against continued SFT. With ``pass_trials``, each also holds ``pass^k`` (paired over
+    scenarios)."""
     episodes: dict[str, list[Trajectory]]
     sft_data: dict[str, Any]
     timings: dict[str, float]
     peak_rss_gb: float
     plot: Path | None
+    env_id: str = TOOLS_DEMO_ENV
+    pass_k: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
+    """With ``pass_trials``: stage -> ``"pass^k"`` -> (estimate, 95% low, 95% high) over the
+    sampled attempts (`sampled_episodes`)."""
+    sampled_episodes: dict[str, list[Trajectory]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "env_id": self.env_id,
             "stages": self.stages,
+            "pass_k": self.pass_k,
             "changes": {k: [asdict(c) for c in v] for k, v in self.changes.items()},
             "sft_data": self.sft_data,
             "timings": self.timings,
@@ -124,36 +197,33 @@ class ToolsDemoResult:
         }
 
 
-def stage_metrics(trajectories: list[Trajectory]) -> dict[str, float]:
-    """Held-out figures of one stage: mean reward; tool-call rate (share of episodes with at
-    least one tool call); tool error rate (failed calls / calls, NaN without calls); mean
-    recall (answerable questions), citation and abstention (the verifier's components);
-    tool calls and turns per episode."""
+def stage_metrics(trajectories: list[Trajectory], env_id: str = TOOLS_DEMO_ENV) -> dict[str, float]:
+    """Held-out figures of one stage on `env_id`: mean reward; tool-call rate (share of
+    episodes with at least one tool call); tool error rate (failed calls / calls, NaN without
+    calls); the env's own figures (`DEMO_ENVS`; on RagSupport recall is over answerable
+    questions); tool calls and turns per episode."""
     calls = sum(t.metrics.get("tool_calls", 0.0) for t in trajectories)
     errors = sum(t.metrics.get("tool_errors", 0.0) for t in trajectories)
+    figures = {name: _mean(_per_episode(trajectories, name)) for name in stage_metric_names(env_id) if name != "tool_error_rate"}
     return {
-        "reward": _mean(_per_episode(trajectories, "reward")),
-        "tool_call_rate": _mean(_per_episode(trajectories, "tool_call_rate")),
+        **figures,
         "tool_error_rate": errors / calls if calls else math.nan,
-        "recall": _mean(_per_episode(trajectories, "recall")),
-        "citation": _mean(_per_episode(trajectories, "citation")),
-        "abstained": _mean(_per_episode(trajectories, "abstained")),
         "tool_calls": calls / max(len(trajectories), 1),
         "turns": _mean([t.metrics.get("turns", math.nan) for t in trajectories]),
         "episodes": float(len(trajectories)),
     }
 
 
-def paired_changes(before: list[Trajectory], after: list[Trajectory]) -> list[Change]:
-    """Per metric, the mean change over the scenarios both stages played and its 95% paired
-    bootstrap interval (tool error rate has no per-episode pairing and is left out)."""
+def paired_changes(before: list[Trajectory], after: list[Trajectory], env_id: str = TOOLS_DEMO_ENV) -> list[Change]:
+    """Per metric of `env_id`, the mean change over the scenarios both stages played and its
+    95% paired bootstrap interval (tool error rate has no per-episode pairing and is left out)."""
     from ..evaluation import bootstrap_ci
 
     keys = [(t.scenario_id, t.seed) for t in before]
     if keys != [(t.scenario_id, t.seed) for t in after]:
         raise RuntimeError("the two stages played different held-out scenarios; compare evals of the same seeds")
     changes = []
-    for metric in STAGE_METRICS:
+    for metric in stage_metric_names(env_id):
         if metric == "tool_error_rate":
             continue
         values = zip(_per_episode(before, metric), _per_episode(after, metric), strict=True)
@@ -171,7 +241,53 @@ def _per_episode(trajectories: list[Trajectory], metric: str) -> list[float]:
         return [t.reward if t.reward is not None else 0.0 for t in trajectories]
     if metric == "tool_call_rate":
         return [float(t.metrics.get("tool_calls", 0.0) > 0) for t in trajectories]
+    if metric.endswith("_rate") and metric not in ("tool_error_rate",):
+        name = metric.removesuffix("_rate")
+        return [float(t.metrics[name] > 0) if name in t.metrics else math.nan for t in trajectories]
     return [float(t.metrics[metric]) if metric in t.metrics else math.nan for t in trajectories]
+
+
+def pass_k_changes(before: list[Trajectory], after: list[Trajectory], k_max: int) -> list[Change]:
+    """pass^1 .. pass^`k_max` of two stages' sampled attempts at the same scenarios, each with
+    the 95% paired bootstrap interval of its change over scenarios."""
+    from ..evaluation import bootstrap_ci
+    from ..evaluation.stats import pass_k_per_task
+
+    changes = []
+    for k in range(1, k_max + 1):
+        b, a = pass_k_per_task(before, k), pass_k_per_task(after, k)
+        if list(b) != list(a):
+            raise RuntimeError("the two stages' sampled attempts are at different scenarios")
+        deltas = [a[key] - b[key] for key in b]
+        low, high = bootstrap_ci(deltas)
+        changes.append(Change(f"pass^{k}", _mean(list(b.values())), _mean(list(a.values())), float(np.mean(deltas)), low, high))
+    return changes
+
+
+def sampled_attempts(config: ToolsDemoConfig, adapter: Path | None, path: Path) -> list[Trajectory]:
+    """Play the policy (the base model with `adapter`, or without one) ``config.pass_trials``
+    times on each of the ``config.eval_episodes`` held-out scenarios, sampling at
+    ``config.pass_temperature`` (trial t of a scenario draws its own seed, so attempts differ
+    and a rerun repeats them), judged by the verifier; written to `path`."""
+    from ..agents import make_agent
+    from ..evaluation import evaluate
+
+    target = config.model + (f"+{adapter}" if adapter is not None else "")
+    spec = f"hf:{target}?max_tokens={config.max_new_tokens}&temperature={config.pass_temperature}&seed={config.seed}"
+    run = asyncio.run(
+        evaluate(
+            config.env_id,
+            make_agent(spec, env_id=config.env_id),
+            episodes=config.eval_episodes,
+            trials=config.pass_trials,
+            env_kwargs={**config.env_kwargs, "split": "test", "max_turns": config.max_turns},
+            concurrency=min(16, config.eval_episodes * config.pass_trials),
+        )
+    )
+    if run.failed:
+        raise RuntimeError(f"{len(run.failed)} sampled episodes failed; the first: {run.failed[0][2]}")
+    write_jsonl(path, run.trajectories)
+    return run.trajectories
 
 
 def _mean(values: list[float]) -> float:
@@ -180,16 +296,16 @@ def _mean(values: list[float]) -> float:
 
 
 def sft_data(path: Path, config: ToolsDemoConfig, *, seed: int = SFT_SEED_OFFSET) -> dict[str, Any]:
-    """Play the oracle on `config.sft_episodes` train-split scenarios (seeds from `seed`), judge
-    them with the verifier, and write them all to `path`; returns how many scored at least
-    `config.min_reward` (what SFT keeps)."""
+    """Play the env's teacher (`DEMO_ENVS`) on `config.sft_episodes` train-split scenarios
+    (seeds from `seed`), judge them with the verifier, and write them all to `path`; returns
+    how many scored at least `config.min_reward` (what SFT keeps)."""
     from ..agents import make_agent
     from ..evaluation import evaluate
 
-    agent = make_agent("oracle", env_id=TOOLS_DEMO_ENV)
+    agent = make_agent(config.teacher, env_id=config.env_id)
     run = asyncio.run(
         evaluate(
-            TOOLS_DEMO_ENV,
+            config.env_id,
             agent,
             episodes=config.sft_episodes,
             seed=seed,
@@ -226,7 +342,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     data = sft_data(data_path, config)
     timings["data_s"] = time.perf_counter() - started
     log(
-        f"SFT data: the oracle played {data['played']} train scenarios, {data['kept']} scored >= {config.min_reward} "
+        f"SFT data: the {config.teacher} agent played {data['played']} train scenarios, {data['kept']} scored >= {config.min_reward} "
         f"({timings['data_s']:.0f} s)"
     )
 
@@ -235,7 +351,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         data=[str(data_path)],
         model=config.model,
         min_reward=config.min_reward,
-        env_id=TOOLS_DEMO_ENV,
+        env_id=config.env_id,
         env_kwargs=dict(config.env_kwargs),
         epochs=config.sft_epochs,
         learning_rate=config.sft_learning_rate,
@@ -269,13 +385,14 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         """GRPO from the SFT adapter with `judge` as the training reward: (seconds with its
         eval, seconds of its steps)."""
         grpo_config = GRPOConfig(
-            env_id=TOOLS_DEMO_ENV,
+            env_id=config.env_id,
             model=config.model,
             env_kwargs=dict(config.env_kwargs),
             judge=judge,
             eval_judge="verifier",
             init_adapter=str(out / "sft" / "last"),
             scenarios_per_step=config.scenarios_per_step,
+            oversample=config.oversample,
             group_size=config.group_size,
             micro_batch_size=1,  # one episode per pass: a 1,400-token episode's logits alone are 0.3 GB
             gradient_checkpointing=True,  # 5.2 GB against 7.3 GB without, for an update about 11% slower
@@ -301,7 +418,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         release_memory()
         return seconds, train_s
 
-    timings["grpo_s"], timings["grpo_train_s"] = run_grpo(config.grpo_judge, out / "grpo")
+    timings["grpo_s"], timings["grpo_train_s"] = run_grpo(config.grpo_judge or DEMO_ENVS[config.env_id].reward, out / "grpo")
     folders = {"grpo": out / "grpo"}
     for judge in config.compare_judges:
         stage = f"grpo[{judge}]"
@@ -317,7 +434,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         control_step = max(1, round(timings["grpo_train_s"] / sft_step_s))
         log(
             f"control: SFT continued from the SFT adapter for GRPO's {timings['grpo_train_s']:.0f} s of training: "
-            f"{control_step} steps of about {sft_step_s:.1f} s on {data['kept'] + more['kept']} oracle episodes"
+            f"{control_step} steps of about {sft_step_s:.1f} s on {data['kept'] + more['kept']} {config.teacher} episodes"
         )
         control = SFTTrainer(
             replace(
@@ -343,29 +460,48 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     }
     if control_step is not None:
         episodes["sft_more"] = read_jsonl(out / "sft-more" / "eval" / f"step-{control_step}.jsonl")
-    stages = {stage: stage_metrics(trajectories) for stage, trajectories in episodes.items()}
-    changes = {
-        "sft": paired_changes(episodes["before"], episodes["sft"]),
-        "grpo": paired_changes(episodes["sft"], episodes["grpo"]),
-        "total": paired_changes(episodes["before"], episodes["grpo"]),
-    }
+    stages = {stage: stage_metrics(trajectories, config.env_id) for stage, trajectories in episodes.items()}
+    pairs = {"sft": ("before", "sft"), "grpo": ("sft", "grpo"), "total": ("before", "grpo")}
     if "sft_more" in episodes:
-        changes["control"] = paired_changes(episodes["sft"], episodes["sft_more"])
-        changes["grpo_vs_control"] = paired_changes(episodes["sft_more"], episodes["grpo"])
+        pairs |= {"control": ("sft", "sft_more"), "grpo_vs_control": ("sft_more", "grpo")}
     for stage in folders:
         if stage != "grpo":  # another training reward: against SFT, and against the first reward's GRPO
-            changes[f"{stage}_vs_sft"] = paired_changes(episodes["sft"], episodes[stage])
-            changes[f"{stage}_vs_grpo"] = paired_changes(episodes["grpo"], episodes[stage])
+            pairs |= {f"{stage}_vs_sft": ("sft", stage), f"{stage}_vs_grpo": ("grpo", stage)}
+    changes = {key: paired_changes(episodes[a], episodes[b], config.env_id) for key, (a, b) in pairs.items()}
+
+    sampled: dict[str, list[Trajectory]] = {}
+    pass_k: dict[str, dict[str, tuple[float, float, float]]] = {}
+    if config.pass_trials:
+        from ..evaluation import bootstrap_ci
+        from ..evaluation.stats import pass_k_per_task
+
+        mark = time.perf_counter()
+        adapters = {"before": None, "sft": out / "sft" / "last", **{stage: folder / "last" for stage, folder in folders.items()}}
+        if control_step is not None:
+            adapters["sft_more"] = out / "sft-more" / "last"
+        (out / "sampled").mkdir(exist_ok=True)
+        for stage, adapter in adapters.items():
+            log(f"{stage}: {config.pass_trials} sampled attempts at each held-out scenario (temperature {config.pass_temperature})")
+            sampled[stage] = sampled_attempts(config, adapter, out / "sampled" / f"{stage}.jsonl")
+            release_memory()
+            pass_k[stage] = {}
+            for k in range(1, config.pass_trials + 1):
+                values = list(pass_k_per_task(sampled[stage], k).values())
+                pass_k[stage][f"pass^{k}"] = (_mean(values), *bootstrap_ci(values))
+        for key, (a, b) in pairs.items():
+            changes[key] += pass_k_changes(sampled[a], sampled[b], config.pass_trials)
+        timings["pass_k_s"] = time.perf_counter() - mark
+        timings["total_s"] = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-    plot = plot_stages(episodes, out / "stages.png")
+    plot = plot_stages(episodes, out / "stages.png", config.env_id)
     (out / "episodes.md").write_text(episodes_page(episodes), encoding="utf-8")
-    result = ToolsDemoResult(stages, changes, episodes, data, timings, peak, plot)
+    result = ToolsDemoResult(stages, changes, episodes, data, timings, peak, plot, config.env_id, pass_k, sampled)
     (out / "result.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
     return result
 
 
-def plot_stages(episodes: dict[str, list[Trajectory]], out: Path) -> Path | None:
-    """Bars of each stage's held-out metrics with 95% bootstrap intervals of the mean."""
+def plot_stages(episodes: dict[str, list[Trajectory]], out: Path, env_id: str = TOOLS_DEMO_ENV) -> Path | None:
+    """Bars of each stage's held-out metrics on `env_id` with 95% bootstrap intervals of the mean."""
     import matplotlib
 
     from ..evaluation import bootstrap_ci
@@ -373,7 +509,7 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path) -> Path | None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metrics = [m for m in STAGE_METRICS if m != "tool_error_rate"]
+    metrics = [m for m in stage_metric_names(env_id) if m != "tool_error_rate"]
     figure, axes = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(episodes)
     labels = {"before": "before (SmolLM2-135M)", "sft": "after SFT", "grpo": "after SFT + GRPO", "sft_more": "SFT continued (control)"}
@@ -388,10 +524,10 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path) -> Path | None
             high.append(max(0.0, hi - mean))
         x = np.arange(len(metrics)) + (index - (len(episodes) - 1) / 2) * width
         axes.bar(x, means, width, yerr=[low, high], capsize=3, label=labels.get(stage, stage))
-    axes.set_xticks(np.arange(len(metrics)), [m.replace("_", " ") for m in metrics])
+    axes.set_xticks(np.arange(len(metrics)), [m.replace("_", " ") for m in metrics], fontsize="small")
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("held-out mean (test split, greedy)")
-    axes.set_title("RagSupport-v0 with tools: before, after SFT, after GRPO (reward: verifier)", fontsize="medium")
+    axes.set_title(f"{env_id} with tools: before, after SFT, after GRPO (reward: verifier)", fontsize="medium")
     axes.legend(fontsize="small")
     axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
@@ -401,9 +537,15 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path) -> Path | None
 
 
 def describe_episode(trajectory: Trajectory, width: int = 160) -> str:
-    """One line per assistant turn: its tool calls, or its answer (shortened)."""
+    """One line per assistant turn: its tool calls, or its answer (shortened); in a
+    conversation, the user's turns after the first too."""
     lines = []
+    users = 0
     for message in trajectory.messages:
+        if message.role == "user":
+            users += 1
+            if users > 1:
+                lines.append(f"user: {' '.join((message.content or '').split())[:width]!r}")
         if message.role != "assistant":
             continue
         if message.tool_calls:
@@ -432,10 +574,15 @@ def episodes_page(episodes: dict[str, list[Trajectory]], *, count: int = 6, titl
     lines = [f"# {title}", "", intro, ""]
     for i in chosen:
         task = first[i].info.get("task", {})
-        lines += [f"## Test scenario {first[i].seed}: {task.get('question', first[i].scenario_id)}", ""]
-        gold = task.get("gold_facts")
-        answerable = task.get("answerable", True)
-        lines += [f"Gold facts: {', '.join(map(str, gold))}" if gold and answerable else "Unanswerable: the right answer says so.", ""]
+        lines += [f"## Test scenario {first[i].seed}: {task.get('question') or task.get('goal') or first[i].scenario_id}", ""]
+        if "gold_facts" in task:  # RagSupport
+            gold = task["gold_facts"]
+            answerable = gold and task.get("answerable", True)
+            lines += [f"Gold facts: {', '.join(map(str, gold))}" if answerable else "Unanswerable: the right answer says so.", ""]
+        elif "gold_actions" in task:  # CustomerSupport
+            actions = ", ".join(f"{a.get('name')}({_short_args(json.dumps(a.get('arguments', {})))})" for a in task["gold_actions"])
+            told = ", ".join(map(str, task.get("required_info", [])))
+            lines += [f"Gold actions: {actions or 'none'}; the customer must be told: {told or 'nothing'}", ""]
         for name in names:
             trajectory = episodes[name][i]
             note = str(trajectory.info.get("explanation", "")).split("; ")[:3]
@@ -450,9 +597,14 @@ def _short_args(arguments: str, width: int = 60) -> str:
 
 
 __all__ = [
-    "episodes_page",
+    "DEMO_ENVS",
     "STAGES",
     "STAGE_METRICS",
+    "DemoEnv",
+    "episodes_page",
+    "pass_k_changes",
+    "sampled_attempts",
+    "stage_metric_names",
     "ToolsDemoConfig",
     "ToolsDemoResult",
     "describe_episode",
