@@ -558,7 +558,13 @@ def demo_command(
         typer.Option(metavar="DIR", help="Metrics, episodes, adapters, plots [default: runs/demo, runs/demo-tools, runs/demo-support]."),
     ] = None,
     seed: Annotated[int, typer.Option(metavar="INT", help="LoRA init, scenario order and sampling.")] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="answer: continue an interrupted demo from its newest checkpoint.")] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="answer: continue an interrupted demo from its newest checkpoint; tools, support: keep the stages it finished.",
+        ),
+    ] = False,
     compare_judge: Annotated[
         list[str] | None,
         typer.Option(
@@ -583,6 +589,12 @@ def demo_command(
             "[default: 0 for tools, 2 for support].",
         ),
     ] = None,
+    oversample: Annotated[
+        int,
+        typer.Option(
+            metavar="N", min=0, help="tools, support: GRPO plays N more scenarios a step and trains on those of widest reward spread."
+        ),
+    ] = 0,
 ) -> None:
     """Train the embedded SmolLM2-135M on RagSupport-v0 on CPU and show the held-out reward
     before and after: --task answer (GRPO + LoRA on a shaped answer-only task,
@@ -597,8 +609,6 @@ def demo_command(
     if task not in ("answer", "tools", "support"):
         raise _fail(f"--task must be 'answer', 'tools' or 'support', got {task!r}")
     if task in ("tools", "support"):
-        if resume:
-            raise _fail(f"--resume is for --task answer; the {task} demo's stages are short, rerun it into a new --output-dir")
         support = task == "support"
         _tools_demo(
             steps or 3,
@@ -610,6 +620,8 @@ def demo_command(
             compare_judge or [],
             env_id="CustomerSupport-v0" if support else "RagSupport-v0",
             pass_trials=(2 if support else 0) if pass_trials is None else pass_trials,
+            oversample=oversample,
+            resume=resume,
         )
         return
     steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
@@ -671,11 +683,13 @@ def _tools_demo(
     *,
     env_id: str = "RagSupport-v0",
     pass_trials: int = 0,
+    oversample: int = 0,
+    resume: bool = False,
 ) -> None:
     from .trainers.tools_demo import ToolsDemoConfig, describe_episode, run_tools_demo, stage_metric_names
 
-    if output_dir.exists() and any(output_dir.iterdir()):
-        raise _fail(f"{output_dir} is not empty; the demo writes a new run there (choose another --output-dir)")
+    if not resume and output_dir.exists() and any(output_dir.iterdir()):
+        raise _fail(f"{output_dir} is not empty; the demo writes a new run there (choose another --output-dir, or --resume)")
     support = env_id == "CustomerSupport-v0"
     config = ToolsDemoConfig(
         output_dir=str(output_dir),
@@ -687,6 +701,8 @@ def _tools_demo(
         control=control,
         compare_judges=list(compare or []),
         pass_trials=pass_trials,
+        oversample=oversample,
+        resume=resume,
         **({"max_turns": SUPPORT_DEMO_MAX_TURNS} if support else {}),
     )
     control_text = "control: the SFT adapter continued with SFT for GRPO's training time; " if control else ""
@@ -695,7 +711,9 @@ def _tools_demo(
     console.print(
         f"{env_id} with its tools ({tools}; the env's prompt and verifier): SmolLM2-135M-Instruct + LoRA; SFT on the "
         f"{config.teacher} agent's verified episodes of {sft_episodes} train scenarios ({config.sft_epochs} epochs), then GRPO "
-        f"from the SFT adapter ({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes, train reward "
+        f"from the SFT adapter ({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes"
+        + (f", {oversample} more scenarios played a step and the widest-spread kept" if oversample else "")
+        + ", train reward "
         f"{config.grpo_judge}); {control_text}"
         f"held-out: {eval_episodes} test scenarios, greedy, reward verifier{pass_text}.",
         markup=False,

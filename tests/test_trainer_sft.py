@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
@@ -525,6 +526,16 @@ def test_the_support_demo_learns_from_the_policy_agent_and_reports_pass_k(tmp_pa
     assert saved["env_id"] == "CustomerSupport-v0" and set(saved["pass_k"]["sft"]) == {"pass^1", "pass^2"}
     assert (tmp_path / "demo" / "sampled" / "grpo.jsonl").is_file()
     assert "Gold actions:" in (tmp_path / "demo" / "episodes.md").read_text()
+    # resumed: the finished stages are kept as they are, and an unfinished one starts over
+    progress = json.loads((tmp_path / "demo" / "progress.json").read_text())
+    assert set(progress) == {"data", "sft", "grpo", "sampled/before", "sampled/sft", "sampled/grpo"}
+    del progress["grpo"], progress["sampled/grpo"]
+    (tmp_path / "demo" / "progress.json").write_text(json.dumps(progress))
+    lines.clear()
+    again = run_tools_demo(replace(config, resume=True, oversample=1), log=lines.append)
+    assert [line.split(":")[0] for line in lines if "kept from the interrupted run" in line] == ["SFT data", "SFT"]
+    assert json.loads((tmp_path / "demo" / "grpo" / "config.json").read_text())["oversample"] == 1
+    assert again.stages["sft"] == result.stages["sft"] and set(again.pass_k) == set(result.pass_k)
 
 
 def test_stage_metrics_of_customer_support_count_episodes_with_violations():

@@ -36,6 +36,7 @@ import asyncio
 import json
 import math
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,9 @@ class ToolsDemoConfig:
     the greedy evals give one answer per scenario, so pass^k needs its own samples)."""
     pass_temperature: float = 0.7
     """The sampling temperature of those attempts."""
+    resume: bool = False
+    """Keep the stages an interrupted demo in `output_dir` finished (``progress.json`` lists
+    them) and run the rest with this config: an unfinished stage starts over."""
 
     def __post_init__(self) -> None:
         stage_metric_names(self.env_id)  # an env the demo knows
@@ -337,14 +341,32 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     started = time.perf_counter()
+    progress_path = out / "progress.json"
+    done: dict[str, dict[str, Any]] = json.loads(progress_path.read_text()) if config.resume and progress_path.is_file() else {}
+
+    def finished(stage: str, **facts: Any) -> None:
+        """Record a finished stage, so that a resumed demo keeps it."""
+        done[stage] = facts
+        progress_path.write_text(json.dumps(done, indent=1), encoding="utf-8")
+
+    def fresh(folder: Path) -> Path:
+        """An unfinished stage's folder, emptied (a resumed demo reruns the stage)."""
+        if folder.exists():
+            shutil.rmtree(folder)
+        return folder
 
     data_path = out / "sft-data.jsonl"
-    data = sft_data(data_path, config)
-    timings["data_s"] = time.perf_counter() - started
-    log(
-        f"SFT data: the {config.teacher} agent played {data['played']} train scenarios, {data['kept']} scored >= {config.min_reward} "
-        f"({timings['data_s']:.0f} s)"
-    )
+    if "data" in done:
+        data, timings["data_s"] = done["data"]["report"], done["data"]["seconds"]
+        log(f"SFT data: kept from the interrupted run ({data['kept']} of {data['played']} episodes)")
+    else:
+        data = sft_data(data_path, config)
+        timings["data_s"] = time.perf_counter() - started
+        finished("data", report=data, seconds=timings["data_s"])
+        log(
+            f"SFT data: the {config.teacher} agent played {data['played']} train scenarios, {data['kept']} scored >= "
+            f"{config.min_reward} ({timings['data_s']:.0f} s)"
+        )
 
     shared = {"eval_episodes": config.eval_episodes, "max_new_tokens": config.max_new_tokens, "max_turns": config.max_turns}
     sft_config = SFTConfig(
@@ -364,26 +386,36 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         output_dir=str(out / "sft"),
         **shared,
     )
-    mark = time.perf_counter()
-    sft = SFTTrainer(sft_config)
-    log(
-        f"before: evaluating SmolLM2-135M-Instruct on {config.eval_episodes} held-out test scenarios "
-        f"({sft.data_report['trained']} SFT episodes, {sft.data_report['input_tokens']} tokens, {sft.total_steps} steps to train)"
-    )
-    before = sft.evaluate()
-    timings["eval_before_s"] = time.perf_counter() - mark
-    log(f"before: held-out reward {before['eval/reward']:.3f} ({timings['eval_before_s']:.0f} s)")
-    mark = time.perf_counter()
-    sft.train()
-    timings["sft_s"] = time.perf_counter() - mark
-    sft_step = sft.state.step
-    sft_step_s = sum(r["step_time_s"] for r in sft.history if "step_time_s" in r) / max(sft_step, 1)
-    del sft
-    release_memory()
+    if "sft" in done:
+        sft_step, sft_step_s = done["sft"]["step"], done["sft"]["step_s"]
+        timings |= {k: done["sft"][k] for k in ("eval_before_s", "sft_s")}
+        log(f"SFT: kept from the interrupted run ({sft_step} steps)")
+    else:
+        mark = time.perf_counter()
+        fresh(out / "sft")
+        sft = SFTTrainer(sft_config)
+        log(
+            f"before: evaluating SmolLM2-135M-Instruct on {config.eval_episodes} held-out test scenarios "
+            f"({sft.data_report['trained']} SFT episodes, {sft.data_report['input_tokens']} tokens, {sft.total_steps} steps to train)"
+        )
+        before = sft.evaluate()
+        timings["eval_before_s"] = time.perf_counter() - mark
+        log(f"before: held-out reward {before['eval/reward']:.3f} ({timings['eval_before_s']:.0f} s)")
+        mark = time.perf_counter()
+        sft.train()
+        timings["sft_s"] = time.perf_counter() - mark
+        sft_step = sft.state.step
+        sft_step_s = sum(r["step_time_s"] for r in sft.history if "step_time_s" in r) / max(sft_step, 1)
+        del sft
+        release_memory()
+        finished("sft", step=sft_step, step_s=sft_step_s, eval_before_s=timings["eval_before_s"], sft_s=timings["sft_s"])
 
     def run_grpo(judge: str, folder: Path) -> tuple[float, float]:
         """GRPO from the SFT adapter with `judge` as the training reward: (seconds with its
         eval, seconds of its steps)."""
+        if folder.name in done:
+            log(f"{folder.name}: kept from the interrupted run")
+            return done[folder.name]["seconds"], done[folder.name]["train_s"]
         grpo_config = GRPOConfig(
             env_id=config.env_id,
             model=config.model,
@@ -404,7 +436,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
             eval_on_start=False,  # the SFT run's last eval is this policy's
             save_steps=config.grpo_steps,
             seed=config.seed,
-            output_dir=str(folder),
+            output_dir=str(fresh(folder)),
             **shared,
         )
         mark = time.perf_counter()
@@ -416,6 +448,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         seconds, train_s = time.perf_counter() - mark, sum(r["step_time_s"] for r in grpo.history if "step_time_s" in r)
         del grpo
         release_memory()
+        finished(folder.name, seconds=seconds, train_s=train_s)
         return seconds, train_s
 
     timings["grpo_s"], timings["grpo_train_s"] = run_grpo(config.grpo_judge or DEMO_ENVS[config.env_id].reward, out / "grpo")
@@ -427,7 +460,10 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         timings[f"{stage}_s"], _ = run_grpo(judge, folders[stage])
 
     control_step = None
-    if config.control:
+    if config.control and "sft-more" in done:
+        control_step, timings["control_s"] = done["sft-more"]["step"], done["sft-more"]["seconds"]
+        log(f"control: kept from the interrupted run ({control_step} steps)")
+    elif config.control:
         mark = time.perf_counter()
         more_path = out / "sft-more-data.jsonl"
         more = sft_data(more_path, config, seed=CONTROL_SEED_OFFSET)
@@ -443,7 +479,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
                 init_adapter=str(out / "sft" / "last"),
                 epochs=control_step,  # at least one step an epoch: max_steps ends it
                 max_steps=control_step,
-                output_dir=str(out / "sft-more"),
+                output_dir=str(fresh(out / "sft-more")),
             )
         )
         control.train()
@@ -451,6 +487,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         del control
         release_memory()
         timings["control_s"] = time.perf_counter() - mark
+        finished("sft-more", step=control_step, seconds=timings["control_s"])
     timings["total_s"] = time.perf_counter() - started
 
     episodes = {
@@ -481,9 +518,14 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
             adapters["sft_more"] = out / "sft-more" / "last"
         (out / "sampled").mkdir(exist_ok=True)
         for stage, adapter in adapters.items():
-            log(f"{stage}: {config.pass_trials} sampled attempts at each held-out scenario (temperature {config.pass_temperature})")
-            sampled[stage] = sampled_attempts(config, adapter, out / "sampled" / f"{stage}.jsonl")
-            release_memory()
+            path = out / "sampled" / f"{stage}.jsonl"
+            if f"sampled/{stage}" in done:
+                sampled[stage] = read_jsonl(path)
+            else:
+                log(f"{stage}: {config.pass_trials} sampled attempts at each held-out scenario (temperature {config.pass_temperature})")
+                sampled[stage] = sampled_attempts(config, adapter, path)
+                release_memory()
+                finished(f"sampled/{stage}")
             pass_k[stage] = {}
             for k in range(1, config.pass_trials + 1):
                 values = list(pass_k_per_task(sampled[stage], k).values())
