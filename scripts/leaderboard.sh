@@ -31,6 +31,16 @@ $JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$N" --out "$RUN
     --agent oracle --agent policy --agent unhelpful
 $JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$M" --out "$RUNS/support.jsonl" --agent "$SMOL" --env-arg max_turns=6
 
+# The support demo's adapters (`judgegym demo --task support --steps 8 --eval-episodes 24 --sft-episodes 48
+# --oversample 2 --output-dir runs/demo-support-24`), where they exist; max_turns as in the demo.
+TRAINED_SUPPORT=${TRAINED_SUPPORT:-runs/demo-support-24}
+for stage in sft grpo sft-more; do
+    if [ -d "$TRAINED_SUPPORT/$stage/last" ]; then
+        $JUDGEGYM eval --env CustomerSupport-v0 --split test --episodes "$M" --out "$RUNS/support_trained.jsonl" \
+            --agent "hf:smollm2-135m+$TRAINED_SUPPORT/$stage/last?max_tokens=128" --env-arg max_turns=10
+    fi
+done
+
 $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$N" --out "$RUNS/summarize.jsonl" \
     --agent oracle --agent lead --agent unhelpful
 $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summarize_smol.jsonl" --agent "$SMOL" --env-arg max_turns=6
@@ -44,4 +54,6 @@ a little above 0 on RagSupport when the articles are put in its prompt (prefetch
 The \`+$TRAINED/...\` rows are the same model with the tools demo's LoRA adapters ([trainer.md](trainer.md#the-tools-demo)): \
 \`sft\` (SFT on oracle episodes), \`grpo\` (then 15 GRPO steps rewarded by 0.8*verifier+0.2*grounding), \`grpo-learned\` \
 (the same GRPO steps rewarded by the gold-free learned judge), \`sft-more\` (the control: SFT continued for GRPO's time); \
+the \`+$TRAINED_SUPPORT/...\` rows are the support demo's (SFT on the policy agent's verified episodes, then 8 GRPO steps \
+rewarded by the graded verifier, and its control; [trainer.md](trainer.md#the-support-demo)); \
 $M scenarios, the same first ones of the test split as every SmolLM2 row."
