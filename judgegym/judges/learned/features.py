@@ -11,6 +11,7 @@ import numpy as np
 
 from ...formats.summarize import word_limit_of
 from ...trajectory import Trajectory
+from ..abstention import abstains
 from ..base import JudgeScore
 from ..facts import (
     ABSTENTION,
@@ -157,7 +158,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
     entities = extract_entities(answer)
     seen_entities = extract_entities(seen)
     context, context_min = entity_context(answer, seen)
-    abstained = bool(ABSTENTION.search(answer))
+    abstained = bool(ABSTENTION.search(answer)) or abstains(answer, view.question)  # by meaning where the phrase list misses
     ok_results = [c.result for c in view.calls if c.ok]
     names_seen = names_seen_share(view.question, seen)
     features = {

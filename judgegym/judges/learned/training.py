@@ -55,6 +55,28 @@ from .data import (
 SINGLE_TURN_FAMILIES = ("rag", "summarize")
 """The families whose groups `train` also retells in the single-turn format for the generic head."""
 
+HANDWRITTEN_GROUPS = Path(__file__).parent / "groups"
+"""Hand-labelled groups in worlds the envs never generate (the ``*.jsonl`` files here, in
+judge-bench's external-group format, each described by its ``.md``): the generic head learns
+from them besides the envs' groups, so that it has seen knowledge bases, policies, documents
+and single-turn prompts no generator wrote."""
+
+
+def handwritten_groups(folder: str | Path = HANDWRITTEN_GROUPS) -> list[Group]:
+    """The labelled groups of every ``*.jsonl`` file in `folder` (sorted by name), each
+    response's tier scaled to a teacher score in [0, 1] (tier / the file's highest tier)."""
+    groups: list[Group] = []
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        loaded = load_labelled_groups(path)
+        top = max((t.info["tier"] for g in loaded for t in g.trajectories), default=1) or 1
+        for group in loaded:
+            for trajectory in group.trajectories:
+                trajectory.info["teacher"] = trajectory.info["tier"] / top
+                trajectory.info["label"] = trajectory.info["perturbation"]
+        groups += loaded
+    return groups
+
+
 SIGNS: dict[str, int] = {
     **dict.fromkeys(
         (
@@ -199,10 +221,12 @@ def train(
     tie: float = 0.0,
     cache: str | Path | None = None,
     keep: dict[str, Head] | None = None,
+    handwritten: str | Path | None = HANDWRITTEN_GROUPS,
     log: Callable[[str], None] = print,
 ) -> tuple[dict[str, Head], dict[str, Any]]:
     """Build the train-split groups of every family and fit the heads (and the generic one
-    on all of them). Returns the heads and a summary (groups, pairs, train pairwise accuracy).
+    on all of them, the `handwritten_groups` of the folder `handwritten` too, unless None).
+    Returns the heads and a summary (groups, pairs, train pairwise accuracy).
     `keep`: heads taken as they are instead of fitted (a refit of the others only).
     With `cache` (a folder), each family's played groups and their grounding scores (the
     slow part: the episodes and the embeddings) are kept there, keyed by the data settings,
@@ -220,6 +244,11 @@ def train(
         started = time.perf_counter()
         datasets["single-turn"] = dataset(retold)
         log(f"single-turn: {len(retold)} groups, {len(datasets['single-turn'].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
+    written = handwritten_groups(handwritten) if handwritten is not None else []
+    if written:  # the generic head also learns worlds no env generates
+        started = time.perf_counter()
+        datasets["handwritten"] = dataset(written)
+        log(f"handwritten: {len(written)} groups, {len(datasets['handwritten'].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
     offsets = np.cumsum([0, *(len(d.x) for d in datasets.values())])
     pooled = Dataset(
         x=np.concatenate([d.x for d in datasets.values()]),
@@ -336,6 +365,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=list(FAMILIES),
         help="keep this head as it is in --out instead of refitting it (repeatable)",
     )
+    train_cmd.add_argument(
+        "--handwritten",
+        default=str(HANDWRITTEN_GROUPS),
+        metavar="DIR",
+        help="a folder of hand-labelled group files the generic head also learns from (default: the shipped ones; '' for none)",
+    )
     eval_cmd = commands.add_parser("eval", help="judge-bench on held-out groups")
     eval_cmd.add_argument("--weights", default=str(WEIGHTS_PATH))
     eval_cmd.add_argument("--groups", action="append", default=[], help="a labelled-group JSONL file (repeatable)")
@@ -362,6 +397,7 @@ def _run(args: argparse.Namespace) -> int:
             calibration=args.calibration,
             cache=args.cache,
             keep={family: head for family, head in load_heads(args.out).items() if family in args.keep} if args.keep else None,
+            handwritten=args.handwritten or None,
         )
         meta = {
             "scenarios_per_env": args.scenarios,
@@ -372,6 +408,7 @@ def _run(args: argparse.Namespace) -> int:
             "tie": args.tie,
             "split": "train",
             "single_turn_families": list(SINGLE_TURN_FAMILIES),
+            "handwritten": sorted(p.name for p in Path(args.handwritten).glob("*.jsonl")) if args.handwritten else [],
             **({"kept_heads": sorted(args.keep)} if args.keep else {}),
         }
         path = save_heads(heads, args.out, meta=meta)
@@ -407,4 +444,15 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["SIGNS", "evaluate", "fit_head", "held_out_episode_groups", "main", "save_heads", "train", "training_groups"]
+__all__ = [
+    "HANDWRITTEN_GROUPS",
+    "SIGNS",
+    "evaluate",
+    "fit_head",
+    "handwritten_groups",
+    "held_out_episode_groups",
+    "main",
+    "save_heads",
+    "train",
+    "training_groups",
+]
