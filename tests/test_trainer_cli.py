@@ -126,4 +126,4 @@ def test_sft_errors_are_one_line(tmp_path, tiny_model):
     result = runner.invoke(app, ["sft", "--show-config"])
     assert result.exit_code == 0 and "micro_batch_tokens = 2048" in result.output
     result = runner.invoke(app, ["demo", "--task", "juggle"])
-    assert result.exit_code == 2 and "--task must be 'answer' or 'tools'" in result.output
+    assert result.exit_code == 2 and "--task must be 'answer', 'tools' or 'support'" in result.output
