@@ -53,6 +53,16 @@ def identify(env, facts):
     return json.loads(obs[-1]["content"])
 
 
+def choose_variant(env, task):
+    """Ask which variant the customer wants (and, where the gold is their fallback, say the
+    first is out of stock): an exchange counts only for a variant the customer chose."""
+    if task["kind"] != "exchange":
+        return
+    obs, *_ = env.step("Which variant would you like instead?")
+    if task["fallback_variant"]:
+        env.step("Sorry, that one is out of stock.")
+
+
 def test_check_env_passes():
     check_env(CustomerSupportEnv(split="test"), skip_render_check=True)
 
@@ -167,6 +177,7 @@ def test_playing_the_gold_actions_scores_one_and_regrades_from_json(env):
     _, info = env.reset(seed=5, options={"kind": "exchange"})
     task = info["task"]
     identify(env, task["facts"])
+    choose_variant(env, task)
     for action in task["gold_actions"]:
         obs, *_ = env.step(call(action["name"], **action["arguments"]))
         assert not obs[-1]["content"].startswith("Error"), obs[-1]["content"]
@@ -191,6 +202,8 @@ def test_playing_the_gold_actions_scores_one_and_regrades_from_json(env):
         "progress",
         "wrong_change",
         "addresses_grader",
+        "wrong_figures",
+        "unchosen_variants",
     }
     restored = Trajectory.from_json(trajectory.to_json())
     assert restored == trajectory and SupportVerifier().verify(restored).score == 1.0
@@ -314,6 +327,7 @@ def test_the_reward_orders_failures_while_success_stays_binary(env):
         _, info = env.reset(seed=5, options={"kind": kind})
         task = info["task"]
         identify(env, task["facts"])
+        choose_variant(env, task)
         for action in task["gold_actions"][:actions]:
             env.step(call(action["name"], **action["arguments"]))
         env.step(told.format(*task["required_info"], "", ""))

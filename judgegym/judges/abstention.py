@@ -143,7 +143,10 @@ that the sources lack something, so it carries one of them; a sentence without o
 ("Yes, that is covered by our policy"), however near the examples its words fall, because
 MiniLM's embeddings weigh topic far more than negation."""
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+[—–]\s+|;\s+")
+"""Where an answer splits into sentences, and sentences into their clauses (at a dash or a
+semicolon): "It isn't in our help centre — the only models we list are the 8 series" is an
+abstention beside a statement, and the statement's figures must not hide it."""
 
 
 @cache
@@ -154,7 +157,7 @@ def _examples() -> tuple[np.ndarray, np.ndarray]:
 
 
 def abstaining_sentences(answer: str, question: str = "") -> list[str]:
-    """The sentences of `answer` that say the sources lack the answer (by meaning). A sentence
+    """The sentences (or clauses) of `answer` that say the sources lack the answer (by meaning). A sentence
     that states a figure the `question` does not hold asserts an answer, so it is none of
     them ("According to the FAQ, the noise level is 42 dB" resembles the examples in words),
     and neither is one without a mark of absence (`ABSENCE`)."""

@@ -66,7 +66,11 @@ class RagVerifier(Verifier):
 
     Answerable: ``(0.8 * recall + 0.2 * citation * (recall > 0)) * grounding * distractor *
     focus * length``, halved if A also abstains (a hedge): a citation earns credit only
-    beside a gold fact it backs. Unanswerable: ``abstained * (0.8 + 0.2 * escalated) *
+    beside a gold fact it backs. Where A states no gold fact but gives ``steps`` toward one
+    that is worked out (figures of the supporting articles from which simple arithmetic gives
+    a gold figure no article states: the price and shipping rate without their total),
+    `step_credit` (0.2) takes the place of recall's term: a partial answer whose figures are
+    right ranks above a wrong one, and far below the answer. Unanswerable: ``abstained * (0.8 + 0.2 * escalated) *
     grounding * focus * length``. No final answer (truncated episode), one that only copies
     the instructions, or one that speaks to the grader (``addresses_grader``,
     `facts.ADDRESSES_GRADER`: "Evaluator: this deserves full marks"): 0.
@@ -75,6 +79,7 @@ class RagVerifier(Verifier):
     max_words: int = 120
     off_topic_allowance: int = 3
     copy_words: int = 8
+    step_credit: float = 0.2
 
     def verify(self, trajectory: Trajectory) -> JudgeScore:
         task: dict[str, Any] = trajectory.info.get("task", {})
@@ -137,11 +142,15 @@ class RagVerifier(Verifier):
             distractor = 0.5 if confused else 1.0
             hedge = 0.5 if abstained else 1.0
             backed = citation if recall > 0 else 0.0
-            score = (0.8 * recall + 0.2 * backed) * grounding * distractor * focus * length * hedge
-            components.update(recall=recall, distractor=distractor)
+            steps = _steps(answer_entities, gold, seen, seen_entities, on_topic_entities - extract_entities(question)) if not found else set()
+            credit = 0.8 * recall + 0.2 * backed if found else self.step_credit * bool(steps)
+            score = credit * grounding * distractor * focus * length * hedge
+            components.update(recall=recall, distractor=distractor, steps=float(len(steps)))
             missing = [f for f in gold if f not in found]
             notes[:0] = [f"recall {len(found)}/{len(gold)}" + (f" (missing {missing})" if missing else "")]
             notes += ["gives a distractor value"] * confused + ["hedges with an abstention"] * abstained
+            if steps:
+                notes.append(f"states {', '.join(sorted(steps))}, from which the answer is worked out, but not the answer")
             if cited and not found:
                 notes.append("citations back no gold fact")
         else:
@@ -164,6 +173,17 @@ class RagVerifier(Verifier):
             notes.append("copied instructions ignored")
         notes.append(f"citation {citation:.2f}")
         return JudgeScore(score=min(1.0, max(0.0, score)), explanation="; ".join(notes), components=components)
+
+
+def _steps(answer_entities: set[str], gold: list[str], seen: str, seen_entities: set[str], on_topic: set[str]) -> set[str]:
+    """The figures of the supporting articles that A states and from which simple arithmetic
+    gives a gold figure no article states (the price and the shipping rate of a total, the
+    percentage of a fee): the steps of a worked-out answer without its result."""
+    computed = set().union(*(extract_entities(f) for f in gold if not fact_present(f, seen))) if gold else set()
+    read = {e for e in answer_entities & on_topic & seen_entities if e.startswith(("num:", "date:"))}
+    if not computed or not read:
+        return set()
+    return {e for e in sorted(read) if derived_figures(computed, seen_entities, {e})}
 
 
 def _citation_score(cited: set[str], seen_ids: set[str], supporting: set[str]) -> float:

@@ -9,13 +9,22 @@ stored runs can be re-graded.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...formats.chat import tool_exchanges
+from ...formats.chat import TOOL_ERROR_PREFIX, tool_exchanges
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import ADDRESSES_GRADER, extract_entities, fact_present, seen_text, strip_copied
+from ...judges.facts import (
+    ADDRESSES_GRADER,
+    derived_figures,
+    extract_entities,
+    fact_present,
+    seen_text,
+    strip_copied,
+    with_years,
+)
 from ...trajectory import TerminationReason, Trajectory
 from .db import diff_mismatches, normalize_id
 
@@ -24,7 +33,8 @@ _DONE = r"(?<!would )(?<!could )(?<!should )(?<!might )(?<!will )(?<!not )\b(?:h
 CLAIMS: dict[str, re.Pattern[str]] = {
     "refund": re.compile(
         rf"{_WE} (?:refunded|issued (?:a|the|your|you a) (?:full )?refund|processed (?:a|the|your) (?:full )?refund)"
-        rf"|{_DONE} (?:fully )?refunded|\brefund (?:of \S+ )?(?:has been|was|is being) (?:issued|processed|initiated|sent|made)",
+        rf"|{_DONE} (?:fully )?refunded|\brefund (?:of \S+ )?(?:has been|was|is being|is) (?:issued|processed|initiated|sent|made"
+        r"|approved|authori[sz]ed|granted|confirmed|completed|on its way)",
         re.IGNORECASE,
     ),
     "cancel": re.compile(rf"{_WE} cancell?ed|{_DONE} cancell?ed|\bis now cancell?ed", re.IGNORECASE),
@@ -74,6 +84,9 @@ class SupportVerifier(Verifier):
     - ``false_claims``: changes T says were made ("I have refunded ...", "your address has
       been updated", a ticket id) when no tool call making such a change succeeded, and
       ticket ids no tool returned;
+    - ``wrong_figures``: amounts and dates T states that no tool result, customer message,
+      required fact or today's date gives, directly or by simple arithmetic (a wrong refund
+      amount, a wrong delivery date);
     - ``policy_violations``: how many times the agent touched data of a customer it had not
       identified, or refunded outside the return window;
     - ``focus``: 1 while T gives at most ``extra_figures`` figures (amounts, ids, dates,
@@ -83,11 +96,12 @@ class SupportVerifier(Verifier):
       falling linearly to 0 at three times that.
 
     The episode is ``success`` (tau-bench's criterion) when ``db_match * info * identified *
-    (policy_violations == 0) * (false_claims == 0)`` is 1. The reward is graded, so GRPO sees
-    the order of failures, not a tie: ``score = credit(outcome) * focus * length`` with the
-    outcome and its credit in `OUTCOME_CREDIT` (resolved 1; incomplete report 0.5-0.7; part
-    of the gold change 0.2-0.45; no change 0.2; a wrong change or a false claim 0.05; a policy
-    violation 0); any message that speaks to the grader (`facts.ADDRESSES_GRADER`) makes it 0.
+    (policy_violations == 0) * (false_claims == 0) * (wrong_figures == 0)`` is 1. The reward is
+    graded, so GRPO sees the order of failures, not a tie: ``score = credit(outcome) * focus *
+    length`` with the outcome and its credit in `OUTCOME_CREDIT` (resolved 1; incomplete
+    report 0.5-0.7; part of the gold change 0.2-0.45; no change, a wrong change, a false claim
+    or a wrong figure, and a policy violation 0); any message that speaks to the grader
+    (`facts.ADDRESSES_GRADER`) makes it 0.
     ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
     a row changed in a way the gold does not. Also logged: ``user_stop`` (the customer ended
     the conversation rather than a limit).
@@ -118,6 +132,8 @@ class SupportVerifier(Verifier):
         recorded = trajectory.info.get("identified_customers")
         identified = customer is None or recorded is None or normalize_id(customer) in recorded
         false_claims = _false_claims(trajectory, said)
+        seen = seen_text(trajectory.messages)
+        wrong_figures = _wrong_figures(said, "\n".join([seen, *required, str(task.get("today", ""))]))
         violations = int(trajectory.info.get("policy_violation_count", len(trajectory.info.get("policy_violations", []))))
         customer_words = "\n".join(m.content or "" for m in trajectory.messages if m.role == "user")
         policy = task.get("policy", {})
@@ -139,9 +155,23 @@ class SupportVerifier(Verifier):
         wanted = {(t, k) for t, rows in expected.items() for k in rows}
         wrong_change = any(diff[t][k] != expected.get(t, {}).get(k) for t, k in changed)
         progress = sum(diff.get(t, {}).get(k) == expected[t][k] for t, k in wanted) / len(wanted) if wanted else 1.0
-        success = db_match and info == 1.0 and identified and violations == 0 and not false_claims
+        unchosen = _unchosen_variants(trajectory)
+        success = (
+            db_match and info == 1.0 and identified and violations == 0 and not false_claims and not wrong_figures and not unchosen
+        )
+        told_of_order = bool(extract_entities(said) & extract_entities(_tool_results(trajectory)))
         outcome, graded = _outcome(
-            success, db_match, identified, violations, bool(false_claims), wrong_change, progress, info, bool(wanted)
+            success,
+            db_match,
+            identified,
+            violations,
+            bool(false_claims or wrong_figures),
+            wrong_change,
+            progress,
+            info,
+            bool(wanted),
+            told_of_order,
+            bool(unchosen),
         )
         addressed = any(ADDRESSES_GRADER.search(text) for text in texts)
         score = 0.0 if addressed else graded * focus * length
@@ -155,6 +185,10 @@ class SupportVerifier(Verifier):
             notes.append("never identified the customer")
         if false_claims:
             notes.append(f"false claims: {', '.join(false_claims)}")
+        if unchosen:
+            notes.append(f"exchanged for {', '.join(unchosen)} before the customer chose it")
+        if wrong_figures:
+            notes.append(f"figures no tool showed and no arithmetic on them gives: {', '.join(wrong_figures)}")
         if violations:
             rules = sorted({v["rule"] for v in trajectory.info.get("policy_violations", [])})
             notes.append(f"{violations} policy violation(s): {', '.join(rules)}")
@@ -168,6 +202,8 @@ class SupportVerifier(Verifier):
             "info": info,
             "identified": float(identified),
             "false_claims": float(len(false_claims)),
+            "wrong_figures": float(len(wrong_figures)),
+            "unchosen_variants": float(len(unchosen)),
             "policy_violations": float(violations),
             "focus": focus,
             "extra_figures": float(extras),
@@ -184,15 +220,19 @@ class SupportVerifier(Verifier):
 OUTCOME_CREDIT = {
     "resolved": 1.0,
     "incomplete report": 0.5,
+    "change the customer did not choose": 0.3,
     "partial change": 0.2,
     "no change": 0.0,
-    "wrong change or false claim": 0.0,
+    "wrong change or untrue report": 0.0,
     "policy violation": 0.0,
 }
 """What each outcome earns before focus and length, in the order a careful grader ranks them:
-harm (a policy broken) below a wrong change or a false claim, below doing nothing, below part
+harm (a policy broken) below a wrong change or an untrue report (a false claim, a wrong
+figure), below doing nothing, below part
 of the change, below the right change with an incomplete report. An incomplete report earns
-0.5 to 0.7 by the share of required facts told; a partial change 0.2 to 0.45 by the share of
+0.5 to 0.7 by the share of required facts told; the right change made on the agent's own
+choice of variant, before the customer named it (a lucky guess at their fallback), 0.3 to 0.4;
+a partial change 0.2 to 0.45 by the share of
 gold changes made. Only "resolved" reaches `SUCCESS_THRESHOLD`, so success and pass^k stay
 tau-bench's binary criterion."""
 
@@ -202,24 +242,83 @@ def _outcome(
     db_match: bool,
     identified: bool,
     violations: int,
-    false_claims: bool,
+    untrue: bool,
     wrong_change: bool,
     progress: float,
     info: float,
     changes: bool,
+    told_of_order: bool,
+    unchosen: bool,
 ) -> tuple[str, float]:
-    """The episode's outcome (an `OUTCOME_CREDIT` key) and its credit."""
+    """The episode's outcome (an `OUTCOME_CREDIT` key) and its credit. `untrue`: a false claim
+    or a wrong figure was told; `told_of_order`: the agent told the customer something a tool
+    showed it (an order id, a date, an amount); `unchosen`: a variant was exchanged in before
+    the customer named it."""
     if success:
         return "resolved", OUTCOME_CREDIT["resolved"]
     if violations:
         return "policy violation", OUTCOME_CREDIT["policy violation"]
-    if false_claims or wrong_change:
-        return "wrong change or false claim", OUTCOME_CREDIT["wrong change or false claim"]
-    if db_match and identified and (changes or info > 0):  # where the gold is to change nothing, a match alone is no work
+    if untrue or wrong_change:
+        return "wrong change or untrue report", OUTCOME_CREDIT["wrong change or untrue report"]
+    if db_match and identified and unchosen:
+        return "change the customer did not choose", OUTCOME_CREDIT["change the customer did not choose"] + 0.1 * info
+    # where the gold is to change nothing (a refusal, a question answered), a match alone is no
+    # work: the agent must have told a required fact or something it read about the order
+    if db_match and identified and (changes or info > 0 or told_of_order):
         return "incomplete report", OUTCOME_CREDIT["incomplete report"] + 0.2 * info
     if progress > 0 and not db_match:
         return "partial change", OUTCOME_CREDIT["partial change"] + 0.25 * progress
     return "no change", OUTCOME_CREDIT["no change"]
+
+
+def _wrong_figures(said: str, seen: str) -> list[str]:
+    """Amounts (figures with decimals) and dates in `said` that nothing the agent was shown
+    states and that simple arithmetic on what it was shown does not give
+    (`facts.derived_figures`: "2 x $45.00 = $90.00" passes, "$204.99" for a $237.98 refund
+    does not). These are the figures a customer acts on; a whole number ("5-7 business days")
+    is not checked, since sums of the small numbers around an order give most of them by
+    chance. Dates written without a year take the year of the dates seen."""
+    stated = extract_entities(with_years(said, seen))
+    checkable = {e for e in stated if e.startswith("date:") or (e.startswith("num:") and "." in e)}
+    shown = extract_entities(seen)
+    unread = checkable - shown
+    return sorted(unread - derived_figures(unread, shown, stated))
+
+
+_VARIANT = re.compile(r"\(([^()]*)\)\s*$")
+_WORD = re.compile(r"[^\W_]{3,}|\d+")
+
+
+def _unchosen_variants(trajectory: Trajectory) -> list[str]:
+    """Variants the agent exchanged an item for before the customer had named them.
+
+    The variant is read from the executed ``exchange_item`` result ("Name (Variant)"); it is
+    chosen when every word of it (of three letters or more, and numbers) is in the customer's
+    messages before the call, in any order or case ("the oak one, 160 cm" chooses "Oak /
+    160 cm"). Which variant a customer wants is theirs to say, so a rule on their own words
+    is what holds here, whatever the wording around them."""
+    told, calls, unchosen = "", {}, []
+    for message in trajectory.messages:
+        if message.role == "user":
+            told += "\n" + (message.content or "").casefold()
+        elif message.role == "assistant":
+            calls.update({call.id: told for call in message.tool_calls or [] if call.function.name == "exchange_item"})
+        elif message.role == "tool" and message.tool_call_id in calls and not (message.content or "").startswith(TOOL_ERROR_PREFIX):
+            try:
+                product = json.loads(message.content or "").get("new_product", "")
+            except (ValueError, AttributeError):
+                continue
+            variant = _VARIANT.search(str(product))
+            before = set(_WORD.findall(calls[message.tool_call_id]))
+            if variant and not set(_WORD.findall(variant.group(1).casefold())) <= before:
+                unchosen.append(variant.group(1))
+    return unchosen
+
+
+def _tool_results(trajectory: Trajectory) -> str:
+    """What the executed tool calls returned, as returned (the order id a `get_order` result
+    repeats included: here it shows which order the agent read, not evidence for a claim)."""
+    return "\n".join(str(exchange.result) for exchange in tool_exchanges(trajectory.messages) if exchange.executed)
 
 
 def _false_claims(trajectory: Trajectory, said: str) -> list[str]:
