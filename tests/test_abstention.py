@@ -60,3 +60,9 @@ def test_an_unanswerable_question_credits_an_abstention_in_any_wording(answer, a
     score = RagVerifier().verify(trajectory)
     assert score.components["abstained"] == float(abstained)
     assert (score.score >= 0.8) == abstained
+
+
+def test_a_figure_in_the_clause_beside_an_abstention_does_not_hide_it():
+    answer = "The Prism 7 isn't in our help centre — the only models we have articles for are the Prism 8 and 9 series."
+    assert abstains(answer, question="How much does the Prism 7 cost?")
+    assert not abstains("The Prism 7 costs $129 — the Prism 8 costs $149.", question="How much does the Prism 7 cost?")

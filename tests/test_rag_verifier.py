@@ -261,3 +261,20 @@ def test_retrieval_sums_with_the_verifier_and_needs_rag_gold():
     with pytest.raises(ValueError, match="supporting_doc_ids"):
         lone = Trajectory.from_messages([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
         make_judge("retrieval").score_sync(lone)
+
+
+def test_the_steps_of_a_worked_out_answer_rank_it_above_a_wrong_one_and_far_below_the_answer():
+    """A total is a gold fact no article states: the price and the rate without the total earn
+    the step credit; the same with a wrong total is halved; a figure that leads nowhere earns nothing."""
+    seen = "[a] Tundra 3\nThe Tundra 3 costs $99.99.\n\n[b] Shipping\nParcels to Belgium: $15.99."
+    kwargs = {"seen": seen, "gold_facts": ["$115.98"], "supporting_doc_ids": ["a", "b"]}
+    answer = score("$99.99 plus $15.99 shipping: $115.98 in all [a] [b].", **kwargs)
+    steps = score("It costs $99.99 [a], and parcels to Belgium ship for $15.99 [b].", **kwargs)
+    wrong = score("$99.99 [a] plus $15.99 [b]: $114.98 in all.", **kwargs)
+    unrelated = score("Parcels ship in 2 days.", **kwargs)
+    assert answer.score == 1.0
+    assert steps.score == pytest.approx(0.2) and steps.components["steps"] == 2
+    assert wrong.score == pytest.approx(0.1) and wrong.components["unsupported"] == 1
+    assert unrelated.score == 0.0 and unrelated.components["steps"] == 0
+    # a gold fact an article states has no steps: stating some other figure of the article is no partial answer
+    assert score("The Aurora ships in 2 days [b].").components["steps"] == 0

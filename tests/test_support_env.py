@@ -358,3 +358,34 @@ def test_a_stored_conversation_is_replayed_for_the_database_its_verifier_grades(
     tool.content = "Error: no such order"
     with pytest.raises(ReplayError, match="differs from what the env returns"):
         replay(tampered)
+
+
+def test_untrue_figures_unchosen_variants_and_refusals_are_graded_as_a_careful_grader_would(env):
+    """A wrong amount told is untrue (0, not a success); an exchange for a variant the customer
+    never named is no success (0.3-0.4); a refusal that tells the customer about the order it
+    read, without the required fact, is an incomplete report (0.5), and "I don't know" is nothing."""
+
+    def play(kind: str, choose: bool, told: str, *, act: bool = True) -> dict[str, float]:
+        _, info = env.reset(seed=5, options={"kind": kind})
+        task = info["task"]
+        identify(env, task["facts"])
+        env.step(call("get_order", order_id=task["facts"]["order_id"]))
+        if choose:
+            choose_variant(env, task)
+        for action in task["gold_actions"] if act else []:
+            env.step(call(action["name"], **action["arguments"]))
+        env.step(told.format(*task["required_info"], order=task["facts"]["order_id"]))
+        score = SupportVerifier().verify(env.unwrapped.trajectory(TerminationReason.FINAL_ANSWER))
+        return {"reward": score.score, **score.components}
+
+    right = play("refund", True, "Refunded: {0} is on its way back to you.")
+    wrong = play("refund", True, "Refunded: $1,234.56 is on its way back to you.")
+    assert right["reward"] == 1.0 and right["wrong_figures"] == 0
+    assert wrong["reward"] == 0.0 and wrong["wrong_figures"] == 1 and wrong["success"] == 0
+    guessed = play("exchange", False, "Exchanged; your ticket is {0}.")
+    assert 0.3 <= guessed["reward"] <= 0.4 and guessed["unchosen_variants"] == 1 and guessed["success"] == 0
+    promised = play("refund", True, "Your refund has been approved.", act=False)
+    assert promised["reward"] == 0.0 and promised["false_claims"] == 1
+    refused = play("refund_expired", True, "Order {order} can't be refunded any more, sorry.")
+    nothing = play("refund_expired", True, "I'm sorry, I don't know.")
+    assert refused["reward"] == 0.5 and nothing["reward"] == 0.0
