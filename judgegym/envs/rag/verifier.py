@@ -142,7 +142,7 @@ class RagVerifier(Verifier):
             distractor = 0.5 if confused else 1.0
             hedge = 0.5 if abstained else 1.0
             backed = citation if recall > 0 else 0.0
-            steps = _steps(answer_entities, gold, seen, seen_entities, on_topic_entities - extract_entities(question)) if not found else set()
+            steps = set() if found else _steps(answer_entities, gold, seen, seen_entities, on_topic_entities - extract_entities(question))
             credit = 0.8 * recall + 0.2 * backed if found else self.step_credit * bool(steps)
             score = credit * grounding * distractor * focus * length * hedge
             components.update(recall=recall, distractor=distractor, steps=float(len(steps)))
