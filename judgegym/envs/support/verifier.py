@@ -156,9 +156,7 @@ class SupportVerifier(Verifier):
         wrong_change = any(diff[t][k] != expected.get(t, {}).get(k) for t, k in changed)
         progress = sum(diff.get(t, {}).get(k) == expected[t][k] for t, k in wanted) / len(wanted) if wanted else 1.0
         unchosen = _unchosen_variants(trajectory)
-        success = (
-            db_match and info == 1.0 and identified and violations == 0 and not false_claims and not wrong_figures and not unchosen
-        )
+        success = db_match and info == 1.0 and identified and violations == 0 and not false_claims and not wrong_figures and not unchosen
         told_of_order = bool(extract_entities(said) & extract_entities(_tool_results(trajectory)))
         outcome, graded = _outcome(
             success,
