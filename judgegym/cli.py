@@ -323,6 +323,9 @@ def leaderboard_command(
     success_threshold: Annotated[
         float, typer.Option(metavar="X", min=0.0, max=1.0, help="Reward counted as a success.")
     ] = SUCCESS_THRESHOLD,
+    rejudge: Annotated[
+        bool, typer.Option("--rejudge", help="Grade the stored episodes again with the envs' verifiers as they are now.")
+    ] = False,
 ) -> None:
     """Build a Markdown leaderboard (agents x envs) and a PNG chart from eval runs."""
     from .evaluation.leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
@@ -331,7 +334,7 @@ def leaderboard_command(
     if missing:
         raise _fail(f"no such file: {', '.join(missing)}")
     try:
-        summaries = summarize_runs(runs, success_threshold=success_threshold)
+        summaries = summarize_runs(runs, success_threshold=success_threshold, rejudge=rejudge)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     chart = chart or out.with_suffix(".png")

@@ -45,7 +45,9 @@ $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$N" --out "$RUNS/summ
     --agent oracle --agent lead --agent unhelpful
 $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summarize_smol.jsonl" --agent "$SMOL" --env-arg max_turns=6
 
-$JUDGEGYM leaderboard "$RUNS"/*.jsonl --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
+# --rejudge: the stored episodes are graded again by the verifiers as they are now (they read only the
+# stored trajectory), so a change of a verifier reaches every row without playing the episodes again.
+$JUDGEGYM leaderboard "$RUNS"/*.jsonl --rejudge --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
     --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about 25 minutes on 2 CPU cores). Scripted baselines: $N scenarios each; \
 SmolLM2-135M-Instruct zero-shot (greedy, 128 new tokens per turn, fewer turns allowed to bound CPU time): $M scenarios. \
 Success means reward >= 0.8; the figures are defined in [agents.md](agents.md#evaluation-runs). \

@@ -67,3 +67,21 @@ def test_same_agent_on_several_envs_keeps_its_plain_name(tmp_path):
     for env_id in ("RagSupport-v0", "CustomerSupport-v0"):
         asyncio.run(evaluate(env_id, make_agent("oracle", env_id), episodes=2, env_kwargs={"split": "test"}, out=out))
     assert sorted(s.agent for s in summarize_runs([out])) == ["oracle", "oracle"]
+
+
+def test_rejudge_grades_the_stored_episodes_again_with_the_verifier_as_it_is_now(runs, tmp_path):
+    """A stale stored reward (a verifier that has changed since) is replaced; without --rejudge it stays."""
+    import json
+
+    stale = tmp_path / "stale.jsonl"
+    lines = [json.loads(line) for line in (runs / "rag.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["reward"] = 0.5
+    stale.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    kept = {s.agent.split()[0]: s.mean_reward for s in summarize_runs([stale])}
+    fresh = {s.agent.split()[0]: s.mean_reward for s in summarize_runs([stale], rejudge=True)}
+    assert kept == {"oracle": 0.5, "search-quote": 0.5, "unhelpful": 0.5}
+    assert fresh["oracle"] == 1.0 and fresh["unhelpful"] == 0.0
+    result = CliRunner().invoke(app, ["leaderboard", str(stale), "--rejudge", "--out", str(tmp_path / "lb.md")])
+    assert result.exit_code == 0, result.output
+    assert "| oracle [n_products=20, n_worlds=1] | 1.000" in (tmp_path / "lb.md").read_text()

@@ -17,11 +17,20 @@ from .runner import episode_key, load_trajectories
 from .stats import SUCCESS_THRESHOLD, EvalSummary, summarize
 
 
-def summarize_runs(paths: Iterable[str | os.PathLike[str]], *, success_threshold: float = SUCCESS_THRESHOLD) -> list[EvalSummary]:
-    """One summary per run found in the files, sorted by env, then mean reward (best first)."""
+def summarize_runs(
+    paths: Iterable[str | os.PathLike[str]], *, success_threshold: float = SUCCESS_THRESHOLD, rejudge: bool = False
+) -> list[EvalSummary]:
+    """One summary per run found in the files, sorted by env, then mean reward (best first).
+
+    With `rejudge`, every trajectory its env's verifier judged is graded again by the verifier
+    as it is now (the verifiers read only the stored trajectory), so a leaderboard follows a
+    change of the verifier without playing the episodes again; runs judged otherwise keep
+    their stored reward."""
     runs: dict[tuple[str, ...], list[Trajectory]] = {}
     for path in paths:
         for t in load_trajectories(path):
+            if rejudge:
+                regrade(t)
             agent, env_id, split, config, _, _ = episode_key(t)
             key = (env_id, split, agent, config, str(t.info.get("judge", "")))
             runs.setdefault(key, []).append(t)
@@ -37,6 +46,19 @@ def summarize_runs(paths: Iterable[str | os.PathLike[str]], *, success_threshold
         if seen[(summary.env_id, summary.split, summary.agent)] > 1:  # same agent and options, another env config (a scenarios file)
             summary.agent += f" [config {key[3]}]"
     return sorted(summaries, key=lambda s: (s.env_id, s.split, -s.mean_reward, s.agent))
+
+
+def regrade(trajectory: Trajectory) -> bool:
+    """Grade `trajectory` again, in place, with its env's verifier, where that verifier judged
+    it (``info["judge"]`` absent or "verifier") and it ended in a way the env judges; returns
+    whether it did."""
+    from ..judges.base import record_score
+    from ..judges.specs import make_judge
+
+    if trajectory.info.get("judge") not in (None, "", "verifier") or trajectory.reward is None or not trajectory.env_id:
+        return False
+    record_score(trajectory, make_judge("verifier").verify(trajectory))  # type: ignore[attr-defined]
+    return True
 
 
 def run_label(trajectory: Trajectory) -> str:
