@@ -403,3 +403,10 @@ def test_a_sum_of_two_stated_prices_is_derived_and_a_wrong_one_is_not(a_cents, b
 def test_derived_figures_take_any_number_a_model_writes():
     huge = extract_entities("1" * 500 + " items, 10.5 kg, 1e400, 2025-01-01")
     assert derived_figures(huge, extract_entities("10.5 kg on 2025-01-05"), huge) == set()
+
+
+def test_amounts_are_figures_written_as_money_in_any_currency_sign_or_code():
+    from judgegym.judges.facts import amounts
+
+    text = "Refund $587.96 (66.8%), or 84.50 USD, CHF 12, 12.50 €, ¥3,000; order O-1033, 3 items."
+    assert amounts(text) == {"num:587.96", "num:84.5", "num:12", "num:12.5", "num:3000"}

@@ -75,6 +75,17 @@ ESCALATION = re.compile(
 )
 
 
+_CURRENCY = r"(?:[$€£¥₹₩]|\b(?:USD|EUR|GBP|CHF|JPY|CNY|CAD|AUD|NZD|NOK|SEK|DKK|PLN|CZK|INR|SGD|HKD|ZAR|MXN|BRL)\b)"
+_AMOUNT = re.compile(rf"{_CURRENCY}\s?(\d(?:[\d,.]*\d)?)|(?<![\w.,])(\d(?:[\d,.]*\d)?)\s?{_CURRENCY}")
+
+
+def amounts(text: str) -> set[str]:
+    """The figures of `text` written as money, with a currency sign or code before or after
+    them ("$84.50", "84.50 USD", "CHF 12", "12.50 €"), as ``num:`` entities in
+    `canonical_number` form (so they compare with `extract_entities`)."""
+    return {f"num:{canonical_number(a or b)}" for a, b in _AMOUNT.findall(text)}
+
+
 def canonical_number(token: str) -> str:
     """ "1,299.00" -> "1299", "3.50" -> "3.5"; dotted versions ("2.3.1") stay as they are."""
     token = token.replace(",", "")
@@ -405,6 +416,7 @@ def _day_count(number: float, stated: Sequence[object], dates: Sequence[object])
 
 
 __all__ = [
+    "amounts",
     "ABSTENTION",
     "ADDRESSES_GRADER",
     "ESCALATION",

@@ -18,6 +18,7 @@ from ...formats.chat import TOOL_ERROR_PREFIX, tool_exchanges
 from ...judges.base import JudgeScore, Verifier
 from ...judges.facts import (
     ADDRESSES_GRADER,
+    amounts,
     derived_figures,
     extract_entities,
     fact_present,
@@ -270,14 +271,15 @@ def _outcome(
 
 
 def _wrong_figures(said: str, seen: str) -> list[str]:
-    """Amounts (figures with decimals) and dates in `said` that nothing the agent was shown
+    """Amounts (money with cents: `facts.amounts`) and dates in `said` that nothing the agent was shown
     states and that simple arithmetic on what it was shown does not give
     (`facts.derived_figures`: "2 x $45.00 = $90.00" passes, "$204.99" for a $237.98 refund
     does not). These are the figures a customer acts on; a whole number ("5-7 business days")
     is not checked, since sums of the small numbers around an order give most of them by
     chance. Dates written without a year take the year of the dates seen."""
     stated = extract_entities(with_years(said, seen))
-    checkable = {e for e in stated if e.startswith("date:") or (e.startswith("num:") and "." in e)}
+    money = amounts(said)
+    checkable = {e for e in stated if e.startswith("date:") or (e in money and "." in e)}
     shown = extract_entities(seen)
     unread = checkable - shown
     return sorted(unread - derived_figures(unread, shown, stated))
