@@ -378,7 +378,7 @@ def test_untrue_figures_unchosen_variants_and_refusals_are_graded_as_a_careful_g
         score = SupportVerifier().verify(env.unwrapped.trajectory(TerminationReason.FINAL_ANSWER))
         return {"reward": score.score, **score.components}
 
-    right = play("refund", True, "Refunded: {0} (100.0% of the price) is on its way back to you.")
+    right = play("refund", True, "Refunded: {0} (66.8% of your basket) is on its way back to you.")
     wrong = play("refund", True, "Refunded: $1,234.56 is on its way back to you.")
     assert right["reward"] == 1.0 and right["wrong_figures"] == 0
     assert wrong["reward"] == 0.0 and wrong["wrong_figures"] == 1 and wrong["success"] == 0
