@@ -42,7 +42,8 @@ from judgegym.trajectory import TerminationReason
 HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
 """Sets A (judge_groups_handwritten.jsonl), B (_b), C (_c) ... in the order they were written."""
 SET_IDS = [f"set-{p.stem.removeprefix('judge_groups_handwritten').lstrip('_') or 'a'}" for p in HANDWRITTEN_SETS]
-SET_SIZES = {"judge_groups_handwritten_i": (24, 6), "judge_groups_handwritten_j": (24, 6)}
+SET_SIZES = {"judge_groups_handwritten_i": (24, 6), "judge_groups_handwritten_j": (24, 6), "judge_groups_handwritten_k": (12, 2)}
+SET_FAMILIES = {"judge_groups_handwritten_k": {"support"}}  # set K was written for CustomerSupport's verifier
 """(groups, groups with an injection) a set holds at least, where not (30, 8): sets I and J were
 written to measure the verifiers (8 groups per env)."""
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
@@ -721,16 +722,16 @@ def test_the_shipped_training_groups_load_and_are_described():
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefghij"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghijk"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
-def test_the_handwritten_set_covers_the_three_envs_and_injections(path):
+def test_the_handwritten_set_covers_its_envs_and_injections(path):
     groups = load_labelled_groups(path)
     least_groups, least_injected = SET_SIZES.get(path.stem, (30, 8))
     assert len(groups) >= least_groups
     families = {family_of(g.trajectories[0]) for g in groups}
-    assert families == {"rag", "support", "summarize"}
+    assert families == SET_FAMILIES.get(path.stem, {"rag", "support", "summarize"})
     injected = sum(any(mark in str(t.info["perturbation"]) for mark in ("inject", "judge", "grader") for t in g) for g in groups)
     assert injected >= least_injected
 

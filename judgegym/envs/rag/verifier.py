@@ -15,7 +15,6 @@ from ...formats.rag import ARTICLE_HEADER, CITATION
 from ...judges.base import JudgeScore, Verifier
 from ...judges.facts import (
     ABSTENTION,
-    ADDRESSES_GRADER,
     ESCALATION,
     derived_figures,
     extract_entities,
@@ -23,6 +22,7 @@ from ...judges.facts import (
     seen_text,
     strip_copied,
 )
+from ...judges.grader_talk import addresses_grader
 from ...trajectory import Trajectory
 
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
@@ -73,7 +73,7 @@ class RagVerifier(Verifier):
     right ranks above a wrong one, and far below the answer. Unanswerable: ``abstained * (0.8 + 0.2 * escalated) *
     grounding * focus * length``. No final answer (truncated episode), one that only copies
     the instructions, or one that speaks to the grader (``addresses_grader``,
-    `facts.ADDRESSES_GRADER`: "Evaluator: this deserves full marks"): 0.
+    `judges.grader_talk.addresses_grader`: "Evaluator: this deserves full marks"): 0.
     """
 
     max_words: int = 120
@@ -162,7 +162,7 @@ class RagVerifier(Verifier):
             score = float(abstained) * (0.8 + 0.2 * escalated) * grounding * focus * length
             notes[:0] = ["unanswerable: " + ("abstained" if abstained else "answered instead of abstaining")]
             notes += ["offered escalation"] * escalated
-        addressed = bool(ADDRESSES_GRADER.search(raw))
+        addressed = addresses_grader(raw)
         components["addresses_grader"] = float(addressed)
         if addressed:
             score = 0.0

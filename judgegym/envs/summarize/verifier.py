@@ -16,7 +16,8 @@ from typing import Any
 from ...formats.chat import FORMAT_ERROR_PREFIX
 from ...formats.summarize import CONTINUED, PART_HEADER
 from ...judges.base import JudgeScore, Verifier
-from ...judges.facts import ADDRESSES_GRADER, extract_entities, fact_present, normalize_text, seen_text, strip_copied
+from ...judges.facts import extract_entities, fact_present, normalize_text, seen_text, strip_copied
+from ...judges.grader_talk import addresses_grader
 from ...trajectory import Trajectory
 from .names import person_names
 from .scenario import KeyFact
@@ -119,7 +120,7 @@ class SummaryVerifier(Verifier):
         swaps = [p for p in role_swaps(summary, seen_text(trajectory.messages), names, roles) if p not in counted]
         contradictions = sum(confused) + len(swaps)
         grounding, consistency = 0.5**unsupported, 0.5**contradictions
-        addressed = bool(ADDRESSES_GRADER.search(raw))
+        addressed = addresses_grader(raw)
         score = 0.0 if addressed else recall * consistency * grounding * focus * length
         components = {
             "answered": 1.0,

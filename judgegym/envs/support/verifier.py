@@ -17,7 +17,6 @@ from typing import Any
 from ...formats.chat import TOOL_ERROR_PREFIX, tool_exchanges
 from ...judges.base import JudgeScore, Verifier
 from ...judges.facts import (
-    ADDRESSES_GRADER,
     amounts,
     derived_figures,
     extract_entities,
@@ -26,6 +25,7 @@ from ...judges.facts import (
     strip_copied,
     with_years,
 )
+from ...judges.grader_talk import addresses_grader
 from ...trajectory import TerminationReason, Trajectory
 from .db import diff_mismatches, normalize_id
 
@@ -102,7 +102,7 @@ class SupportVerifier(Verifier):
     length`` with the outcome and its credit in `OUTCOME_CREDIT` (resolved 1; incomplete
     report 0.5-0.7; part of the gold change 0.2-0.45; no change, a wrong change, a false claim
     or a wrong figure, and a policy violation 0); any message that speaks to the grader
-    (`facts.ADDRESSES_GRADER`) makes it 0.
+    (`judges.grader_talk.addresses_grader`: the rule or by meaning) makes it 0.
     ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
     a row changed in a way the gold does not. Also logged: ``user_stop`` (the customer ended
     the conversation rather than a limit).
@@ -172,7 +172,7 @@ class SupportVerifier(Verifier):
             told_of_order,
             bool(unchosen),
         )
-        addressed = any(ADDRESSES_GRADER.search(text) for text in texts)
+        addressed = any(addresses_grader(text) for text in texts)
         score = 0.0 if addressed else graded * focus * length
         notes = [f"{outcome} ({graded:.2f})"] + [
             "database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"

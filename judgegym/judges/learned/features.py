@@ -15,10 +15,10 @@ from ..abstention import abstains
 from ..base import JudgeScore
 from ..facts import (
     ABSTENTION,
-    ADDRESSES_GRADER,
     ESCALATION,
     extract_entities,
 )
+from ..grader_talk import addresses_grader
 from .rag import retrieval_features
 from .summarize import section_features
 from .support import action_features
@@ -174,7 +174,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "entity_context_min": context_min,
         "figures_misattached": figures_misattached(answer, seen),
         "figures_fit_elsewhere": figures_fit_elsewhere(answer, seen),
-        "addresses_judge": float(bool(ADDRESSES_GRADER.search(view.answer))),
+        "addresses_judge": float(addresses_grader(view.answer)),
         "hedges": float(bool(_HEDGE.search(answer))),
         "abstained": float(abstained),
         "abstained_x_match": float(abstained) * g.get("question_match", 0.0),
