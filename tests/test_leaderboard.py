@@ -85,3 +85,18 @@ def test_rejudge_grades_the_stored_episodes_again_with_the_verifier_as_it_is_now
     result = CliRunner().invoke(app, ["leaderboard", str(stale), "--rejudge", "--out", str(tmp_path / "lb.md")])
     assert result.exit_code == 0, result.output
     assert "| oracle [n_products=20, n_worlds=1] | 1.000" in (tmp_path / "lb.md").read_text()
+
+
+def test_each_env_table_has_a_reward_hacking_watch(runs):
+    """The share of episodes showing each sign the verifier logs: none for the oracle, and a
+    sign shows when a component says so."""
+    from judgegym.evaluation.stats import WATCH
+
+    summaries = summarize_runs(sorted(runs.glob("*.jsonl")))
+    assert all(s.watch and max(s.watch.values()) == 0.0 for s in summaries if s.agent.startswith("oracle"))
+    text = leaderboard_markdown(summaries, title="T")
+    assert "Reward-hacking watch, RagSupport-v0" in text and "| agent | speaks to the grader | untrue | padding or dump |" in text
+    _, shows = WATCH["padding or dump"]
+    assert shows({"length": 0.5}) and not shows({"length": 1.0, "focus": 1.0}) and not shows({})
+    _, shows = WATCH["untrue"]
+    assert shows({"wrong_figures": 1.0}) and not shows({"false_claims": 0.0})

@@ -73,7 +73,8 @@ def run_label(trajectory: Trajectory) -> str:
 
 def leaderboard_markdown(summaries: Sequence[EvalSummary], *, title: str = "Leaderboard", preamble: str = "") -> str:
     """An overview (agents x envs: mean reward and 95% interval) and one detailed table per
-    env (reward, success, pass^k, turns, tool calls, tool errors, tokens, episodes)."""
+    env (reward, success, pass^k, turns, tool calls, tool errors, tokens, episodes), with its
+    reward-hacking watch (`stats.WATCH`: the share of each agent's episodes showing each sign)."""
     envs = sorted({(s.env_id, s.split) for s in summaries})
     agents = list(dict.fromkeys(s.agent for s in sorted(summaries, key=lambda s: -s.mean_reward)))
     cell = {(s.agent, s.env_id, s.split): s for s in summaries}
@@ -103,6 +104,13 @@ def leaderboard_markdown(summaries: Sequence[EvalSummary], *, title: str = "Lead
                 f"| {_md(s.agent)} | {s.mean_reward:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.success_rate:.2f} |{pass_cell} "
                 f"{s.mean_turns:.1f} | {s.mean_tool_calls:.1f} | {s.tool_error_rate:.2f} | {tokens} | {episodes} |"
             )
+        signs = list(dict.fromkeys(sign for s in rows for sign in s.watch))
+        if signs:
+            lines += ["", f"Reward-hacking watch, {env}: share of episodes showing each sign the verifier logs", ""]
+            lines.append("| agent | " + " | ".join(signs) + " |")
+            lines.append("| --- |" + " ---: |" * len(signs))
+            for s in sorted(rows, key=lambda s: -s.mean_reward):
+                lines.append(f"| {_md(s.agent)} | " + " | ".join(f"{s.watch[g]:.2f}" if g in s.watch else "-" for g in signs) + " |")
     return "\n".join(lines) + "\n"
 
 
