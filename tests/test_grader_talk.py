@@ -1,7 +1,8 @@
 """Speaking to the grader told by meaning (`judgegym.judges.grader_talk`), measured on
 sentences written apart from its examples (tests/data/grader_addressing_sentences.json,
-scored once when the design was done: the rule alone 19/50, by meaning 35/50, either 41/50, then 36 and 42/50 once "auto-checker" was added to the marks of assessment, which one of the examples lacked;
-one false positive in 50 hard negatives, against none for the rule)."""
+scored once when the design was done: the rule alone 19/50, by meaning 35/50, either 41/50,
+then 36 and 42/50 once "auto-checker", which one of the examples lacked, joined the marks of
+assessment; one false positive in 50 hard negatives, against none for the rule)."""
 
 from __future__ import annotations
 
