@@ -2,7 +2,8 @@
 # Regenerate docs/leaderboard.md and docs/leaderboard.png: every agent that runs on a CPU, on
 # the test split of every env. Runs are resumable: rerunning skips the episodes already in
 # runs/leaderboard/*.jsonl, so an interrupted regeneration picks up where it stopped.
-# About 25 minutes on 2 CPU cores (measured 2026-12-01), most of it SmolLM2-135M generating.
+# About 75 minutes from scratch on 2 CPU cores, most of it SmolLM2-135M generating (2026-12-05: the baselines
+# and zero-shot rows about 25, the tools demo's four adapters 15, the support demo's three 34).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JUDGEGYM=${JUDGEGYM:-.venv/bin/judgegym}
@@ -48,7 +49,7 @@ $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summ
 # --rejudge: the stored episodes are graded again by the verifiers as they are now (they read only the
 # stored trajectory), so a change of a verifier reaches every row without playing the episodes again.
 $JUDGEGYM leaderboard "$RUNS"/*.jsonl --rejudge --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
-    --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about 25 minutes on 2 CPU cores). Scripted baselines: $N scenarios each; \
+    --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about 75 minutes from scratch on 2 CPU cores; stored episodes are graded again by the verifiers as they are now). Scripted baselines: $N scenarios each; \
 SmolLM2-135M-Instruct zero-shot (greedy, 128 new tokens per turn, fewer turns allowed to bound CPU time): $M scenarios. \
 Success means reward >= 0.8; the figures are defined in [agents.md](agents.md#evaluation-runs). \
 The 135M model does not call tools zero-shot: it replies without calling them, so it scores near 0 everywhere, \
