@@ -187,20 +187,6 @@ def test_hf_agent_batched_greedy_generation_matches_one_at_a_time():
     assert all(0 < t.metrics["completion_tokens"] <= 24 for t in together)  # two turns of at most 12 tokens
 
 
-def test_a_batch_over_the_token_budget_is_split_shortest_first_and_plays_the_same_greedy_episodes():
-    from judgegym.agents.hf import token_budget_chunks
-
-    assert token_budget_chunks([100] * 4, 1000) == [[0, 1, 2, 3]]
-    assert token_budget_chunks([500, 3000, 2900, 100, 30000], 8000) == [[3, 0], [2, 1], [4]]
-    assert token_budget_chunks([], 10) == [[]]
-    tokenizer = tiny_tokenizer()
-    model = tiny_llama(tokenizer)
-    whole, split = _hf(tokenizer, model, max_batch=8), _hf(tokenizer, model, max_batch=8, max_batch_tokens=400)
-    assert [t.messages for t in _episodes(whole, 6, concurrency=6)] == [t.messages for t in _episodes(split, 6, concurrency=6)]
-    with pytest.raises(ValueError, match="max_batch_tokens"):
-        _hf(tokenizer, model, max_batch_tokens=0)
-
-
 @pytest.mark.parametrize(
     ("env_id", "env_kwargs"),
     [

@@ -8,7 +8,6 @@ be loaded on top.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +15,6 @@ from ..models.embedded import load_model, peft_quietly, unmark_quantized
 from .batching import BatchedAgent, Generation, Sampling
 from .decoding import decode
 from .prefix_cache import DEFAULT_MAX_CACHED_TOKENS, PrefixCache, supports_prefix_cache
-
-DEFAULT_MAX_BATCH_TOKENS = 24_576
-"""`HFAgent`'s default most prompt tokens (padding included) per `generate` call."""
-
-
-def token_budget_chunks(lengths: Sequence[int], budget: int) -> list[list[int]]:
-    """Indices of prompts of `lengths`, split into batches, shortest first, whose padded size
-    (count x the longest) stays within `budget` tokens; a prompt longer than the budget goes
-    alone. One batch, in the original order, when everything fits."""
-    if not lengths or len(lengths) * max(lengths) <= budget:
-        return [list(range(len(lengths)))]
-    chunks: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
-        if chunks and (len(chunks[-1]) + 1) * lengths[i] <= budget:
-            chunks[-1].append(i)
-        else:
-            chunks.append([i])
-    return chunks
 
 
 class HFAgent(BatchedAgent):
@@ -61,11 +42,6 @@ class HFAgent(BatchedAgent):
             ships (a repetition penalty, top-k) are not applied.
         max_cached_tokens: kept tokens, all episodes together; past it the least recently used
             caches are dropped and those episodes read their conversation again.
-        max_batch_tokens: most prompt tokens, padding included, per `generate` call: a batch
-            of long conversations (16 of 3,000 tokens) is split, shortest first, into calls
-            that each stay under it, so its KV cache stays bounded (about 46 KB a token for
-            SmolLM2-135M in float32: 1.1 GB at the default). Greedy generations are the same
-            either way; sampled ones are seeded per call.
     """
 
     def __init__(
@@ -85,7 +61,6 @@ class HFAgent(BatchedAgent):
         name: str | None = None,
         kv_reuse: bool = True,
         max_cached_tokens: int = DEFAULT_MAX_CACHED_TOKENS,
-        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     ):
         super().__init__(Sampling(temperature, top_p, max_tokens, seed), max_batch)
         import torch
@@ -101,9 +76,6 @@ class HFAgent(BatchedAgent):
         self._tokenizer = tokenizer_obj
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
-        if max_batch_tokens < 1:
-            raise ValueError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
-        self.max_batch_tokens = max_batch_tokens
         reuse = kv_reuse and supports_prefix_cache(self.model)
         self.prefix_cache = PrefixCache(self.model, max_tokens=max_cached_tokens) if reuse else None
 
@@ -117,15 +89,6 @@ class HFAgent(BatchedAgent):
         return self._tokenizer
 
     def generate_batch(self, prompts: list[str], seeds: list[int]) -> list[Generation]:
-        prompt_ids: list[list[int]] = self._tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        out: list[Generation | None] = [None] * len(prompts)
-        for chunk in token_budget_chunks([len(ids) for ids in prompt_ids], self.max_batch_tokens):
-            made = self._generate([prompts[i] for i in chunk], [prompt_ids[i] for i in chunk], [seeds[i] for i in chunk])
-            for i, generation in zip(chunk, made, strict=True):
-                out[i] = generation
-        return [g for g in out if g is not None]
-
-    def _generate(self, prompts: list[str], prompt_ids: list[list[int]], seeds: list[int]) -> list[Generation]:
         import torch
 
         tokenizer, sampling = self._tokenizer, self.sampling
@@ -135,6 +98,7 @@ class HFAgent(BatchedAgent):
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
             options.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        prompt_ids: list[list[int]] = tokenizer(prompts, add_special_tokens=False)["input_ids"]
         with torch.inference_mode(), torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
             if self.prefix_cache is not None:  # kept caches, and judgegym's own decoding loop over them
                 input_ids, attention_mask, cache = self.prefix_cache.prefill(
