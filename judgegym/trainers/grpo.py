@@ -26,6 +26,7 @@ import torch
 
 from ..agents.batching import Sampling
 from ..judges.base import Judge, run_sync, score_groups
+from ..progress import peak_rss_mb
 from ..trajectory import Group
 from .advantages import ScaleRewards, group_advantages, widest_groups
 from .device import training_autocast
@@ -559,6 +560,7 @@ class GRPOTrainer(Trainer):
         record.update(timing)
         record["timing/train_s"] = finished - judged_at
         record["timing/sync_weights_s"] = finished - updated
+        record["memory/peak_rss_gb"] = peak_rss_mb() / 1024  # this process's peak so far: which phase sets it
         if self.ranks.active:
             record["timing/collectives_s"] = self.ranks.collective_s - collective_before
         record.update(getattr(self.backend, "metrics", dict)())

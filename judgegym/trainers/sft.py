@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..evaluation.selection import select_trajectories
+from ..progress import peak_rss_mb
 from ..trajectory import Group, Message, Trajectory
 from .device import training_autocast
 from .loop import Trainer
@@ -344,6 +345,7 @@ class SFTTrainer(Trainer):
             "num_input_tokens": input_tokens,
             "tokens_per_s": input_tokens / elapsed,
             "step_time_s": elapsed,
+            "memory/peak_rss_gb": peak_rss_mb() / 1024,
         }
 
     # -- internals ------------------------------------------------------------------------

@@ -332,6 +332,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     import time
     from dataclasses import replace
 
+    from ..progress import peak_rss_mb
     from .device import release_memory
     from .grpo import GRPOConfig, GRPOTrainer
     from .sft import SFTConfig, SFTTrainer
@@ -345,8 +346,10 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     done: dict[str, dict[str, Any]] = json.loads(progress_path.read_text()) if config.resume and progress_path.is_file() else {}
 
     def finished(stage: str, **facts: Any) -> None:
-        """Record a finished stage, so that a resumed demo keeps it."""
-        done[stage] = facts
+        """Record a finished stage, so that a resumed demo keeps it, with this process's peak
+        memory so far (which stage sets the demo's peak)."""
+        done[stage] = {**facts, "peak_rss_gb": round(peak_rss_mb() / 1024, 2)}
+        log(f"{stage} done; peak memory so far {done[stage]['peak_rss_gb']} GB")
         progress_path.write_text(json.dumps(done, indent=1), encoding="utf-8")
 
     def fresh(folder: Path) -> Path:
