@@ -85,9 +85,11 @@ class SupportVerifier(Verifier):
     - ``false_claims``: changes T says were made ("I have refunded ...", "your address has
       been updated", a ticket id) when no tool call making such a change succeeded, and
       ticket ids no tool returned;
-    - ``wrong_figures``: amounts and dates T states that no tool result, customer message,
-      required fact or today's date gives, directly or by simple arithmetic (a wrong refund
-      amount, a wrong delivery date);
+    - ``wrong_figures``: amounts of money with cents and dates T states that no tool result,
+      customer message, required fact or today's date gives, directly or by simple
+      arithmetic (a wrong refund amount, a wrong delivery date);
+    - ``unchosen_variants``: variants an item was exchanged for before the customer named
+      them (a lucky guess at their fallback is not their choice);
     - ``policy_violations``: how many times the agent touched data of a customer it had not
       identified, or refunded outside the return window;
     - ``focus``: 1 while T gives at most ``extra_figures`` figures (amounts, ids, dates,
@@ -97,11 +99,13 @@ class SupportVerifier(Verifier):
       falling linearly to 0 at three times that.
 
     The episode is ``success`` (tau-bench's criterion) when ``db_match * info * identified *
-    (policy_violations == 0) * (false_claims == 0) * (wrong_figures == 0)`` is 1. The reward is
-    graded, so GRPO sees the order of failures, not a tie: ``score = credit(outcome) * focus *
-    length`` with the outcome and its credit in `OUTCOME_CREDIT` (resolved 1; incomplete
-    report 0.5-0.7; part of the gold change 0.2-0.45; no change, a wrong change, a false claim
-    or a wrong figure, and a policy violation 0); any message that speaks to the grader
+    (policy_violations == 0) * (false_claims == 0) * (wrong_figures == 0) * (unchosen_variants
+    == 0)`` is 1. The reward is graded, so GRPO sees the order of failures, not a tie: ``score =
+    credit(outcome) * focus * length`` with the outcome and its credit in `OUTCOME_CREDIT`
+    (resolved 1; incomplete report 0.5-0.7, which where the gold changes nothing needs a
+    required fact told or something a tool showed about the order; the right change on a
+    variant the customer did not choose 0.3-0.4; part of the gold change 0.2-0.45; no change,
+    a wrong change, a false claim or a wrong figure, and a policy violation 0); any message that speaks to the grader
     (`judges.grader_talk.addresses_grader`: the rule or by meaning) makes it 0.
     ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
     a row changed in a way the gold does not. Also logged: ``user_stop`` (the customer ended
