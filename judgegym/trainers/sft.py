@@ -26,7 +26,7 @@ import torch
 from ..evaluation.selection import select_trajectories
 from ..progress import peak_rss_mb
 from ..trajectory import Group, Message, Trajectory
-from .device import training_autocast
+from .device import release_memory, training_autocast
 from .loop import Trainer
 from .policy import PolicyConfig, config_field
 from .rollout import pad_token_id
@@ -331,6 +331,7 @@ class SFTTrainer(Trainer):
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.model.eval()
+        release_memory()  # episodes of every length leave glibc's heap fragmented: give it back each step
         self.state.step, self.state.cursor = step, step * accumulation
         elapsed = time.perf_counter() - started
         return {
