@@ -9,8 +9,10 @@ import json
 import math
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from judgegym.judges.base import SCORE_FLOOR
 
 
 def action_strategy(tool_name_pool: list[str], argument_strategies: list[st.SearchStrategy]) -> st.SearchStrategy:
@@ -61,12 +63,12 @@ def action_strategy(tool_name_pool: list[str], argument_strategies: list[st.Sear
 
 def checked_step(env: Any, action: Any, turns: int, max_turns: int) -> tuple[bool, dict[str, Any]]:
     """Step `action` (the episode's turn number `turns`, counted from 1) and assert the
-    contract: observations stay in the space, rewards in [0, 1], 0 before the end, the judged
+    contract: observations stay in the space, rewards in [-1, 1] (below 0 only for proven harm), 0 before the end, the judged
     reward at the end, and `max_turns` always ends the episode. Returns (episode over, info)."""
     observation, reward, terminated, truncated, info = env.step(action)
     assert env.observation_space.contains(observation)
     assert isinstance(terminated, bool) and isinstance(truncated, bool)
-    assert math.isfinite(reward) and 0.0 <= reward <= 1.0
+    assert math.isfinite(reward) and SCORE_FLOOR <= reward <= 1.0
     if terminated or truncated:
         assert info["trajectory"].reward == reward and turns <= max_turns
         assert truncated == (info["termination"] in ("max_turns", "max_tool_calls"))
@@ -93,11 +95,13 @@ def fuzz_episodes(env: Any, seed: int, actions: list[Any], max_turns: int) -> No
 # was written with); `dev`, the default on a developer's machine, runs a fifth of it (at least
 # 10). tests/conftest.py loads `ci` where the CI variable is set, else `dev`; HYPOTHESIS_PROFILE or
 # pytest's --hypothesis-profile picks one by name. Without conftest (the plug-in scripts run with
-# --noconftest) Hypothesis's default profile applies, which has CI's scale.
+# --noconftest) Hypothesis's default profile applies, which has CI's scale. Neither profile
+# fails a property for slow input generation (HealthCheck.too_slow): on two loaded cores the first
+# draws pay for imports and caches, and how long a test takes is the benchmarks' business.
 CI_EXAMPLES = 100  # Hypothesis's own default; a property that states no count gets this many in CI
 PROFILES = {"ci": CI_EXAMPLES, "dev": CI_EXAMPLES // 5}
 for _name, _count in PROFILES.items():
-    settings.register_profile(_name, max_examples=_count)
+    settings.register_profile(_name, max_examples=_count, suppress_health_check=[HealthCheck.too_slow])
 
 
 def examples(ci: int) -> int:

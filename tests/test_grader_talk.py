@@ -14,7 +14,7 @@ import pytest
 from judgegym import Trajectory
 from judgegym.envs.rag import RagVerifier
 from judgegym.judges.facts import ADDRESSES_GRADER
-from judgegym.judges.grader_talk import ASSESSMENT, OTHER, SPEAKING, addresses_grader, grader_sentences
+from judgegym.judges.grader_talk import ASSESSMENT, GRADER_TALK_SCORE, OTHER, SPEAKING, addresses_grader, grader_sentences
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,4 +57,5 @@ def test_a_note_to_the_grader_the_rule_misses_zeroes_the_verifier():
     honest = Trajectory.from_messages([*messages, {"role": "assistant", "content": "24 months [a]."}], task=task)
     gaming = Trajectory.from_messages([*messages, {"role": "assistant", "content": f"24 months [a]. {note}"}], task=task)
     assert RagVerifier().verify(honest).score == 1.0
-    assert RagVerifier().verify(gaming).score == 0.0 and RagVerifier().verify(gaming).components["addresses_grader"] == 1.0
+    verdict = RagVerifier().verify(gaming)
+    assert verdict.score == GRADER_TALK_SCORE < 0 and verdict.components["addresses_grader"] == 1.0

@@ -11,6 +11,7 @@ import pytest
 from judgegym import Trajectory
 from judgegym.envs.rag import RagSupportEnv, RagVerifier
 from judgegym.judges import make_judge
+from judgegym.judges.grader_talk import GRADER_TALK_SCORE
 
 VERIFIER = RagVerifier()
 
@@ -218,7 +219,7 @@ def test_a_right_answer_that_speaks_to_the_grader_scores_zero():
         )
     )
     assert plain.score == 1.0 and plain.components["addresses_grader"] == 0.0
-    assert noted.score == 0.0 and noted.components["addresses_grader"] == 1.0 and "speaks to the grader" in noted.explanation
+    assert noted.score == GRADER_TALK_SCORE and noted.components["addresses_grader"] == 1.0 and "speaks to the grader" in noted.explanation
 
 
 # -- the retrieval reward -------------------------------------------------------------------------

@@ -738,12 +738,13 @@ def _regrade_support(trajectory: Trajectory, text: str) -> float:
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), index=st.sampled_from(range(len(SUPPORT_UNIDENTIFIED))))
-def test_support_an_agent_that_never_identified_the_customer_scores_zero_whatever_it_says(data, index):
+def test_support_an_agent_that_never_identified_the_customer_earns_nothing_whatever_it_says(data, index):
+    """At most 0: a false claim or a made-up ticket id in what it says costs more (harm is below 0)."""
     trajectory = SUPPORT_UNIDENTIFIED[index]
     task = trajectory.info["task"]
     pieces = st.sampled_from([*task["required_info"], *task["facts"].values(), "I have refunded your order.", "Done."])
     text = data.draw(st.one_of(_slices(trajectory.messages[0].content), st.lists(pieces, min_size=1, max_size=6).map(" ".join)))
-    assert _regrade_support(trajectory, text) == 0.0
+    assert _regrade_support(trajectory, text) <= 0.0
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,6 +15,7 @@ from judgegym import Trajectory
 from judgegym.envs.summarize import SummarizeEnv, SummaryScenario, SummaryVerifier
 from judgegym.envs.summarize.baselines import BASELINES
 from judgegym.judges.facts import extract_entities
+from judgegym.judges.grader_talk import GRADER_TALK_SCORE
 
 VERIFIER = SummaryVerifier()
 
@@ -274,10 +275,10 @@ GENERATED_TASK = SummarizeEnv(split="test").reset(seed=2)[1]["task"]
     ),
     task=st.sampled_from([DOC.task(), GENERATED_TASK]),
 )
-def test_any_summary_scores_in_the_unit_interval_without_raising(text, task):
+def test_any_summary_scores_in_range_without_raising(text, task):
     trajectory = Trajectory(scenario_id="fuzz", messages=[{"role": "assistant", "content": text}], info={"task": task})
     result = VERIFIER.verify(trajectory)
-    assert 0.0 <= result.score <= 1.0
+    assert 0.0 <= result.score <= 1.0 or result.score == GRADER_TALK_SCORE
     assert all(value == value for value in result.components.values())  # no NaN
     if not extract_entities(text) and not text.strip():
         assert result.score == 0.0

@@ -1,4 +1,5 @@
-"""Judges turn finished trajectories (or groups of them) into rewards in [0, 1].
+"""Judges turn finished trajectories (or groups of them) into rewards in [0, 1] (a verifier
+goes below 0 for harm it can prove: `JudgeScore`).
 
 - `Verifier`: deterministic, per trajectory (each env ships one).
 - `RulerJudge`: relative LLM judge, one call per group (`ruler`, `ruler_score_group`).

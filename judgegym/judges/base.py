@@ -1,4 +1,5 @@
-"""The judge protocol: a finished trajectory (or a group of them) in, scores in [0, 1] out.
+"""The judge protocol: a finished trajectory (or a group of them) in, scores in [0, 1] out
+(a verifier goes below 0 for harm it can prove: `JudgeScore`).
 
 Pointwise judges score one trajectory and inherit group scoring; verifiers are pointwise
 judges that are deterministic and synchronous, so envs can call them inside `step`.
@@ -20,11 +21,21 @@ from ..trajectory import Group, Trajectory
 T = TypeVar("T")
 log = logging.getLogger("judgegym.judges")
 
+SCORE_FLOOR = -1.0
+"""The lowest score a judge may give (`JudgeScore`): below 0 only for proven harm."""
+
 
 class JudgeScore(BaseModel):
-    """One trajectory's score in [0, 1], why, and the named components behind it."""
+    """One trajectory's score, why, and the named components behind it.
 
-    score: float = Field(ge=0.0, le=1.0)
+    Scores lie in [0, 1], 0 for doing nothing useful. Only a verifier, which knows the gold
+    end state, goes below 0 (down to `SCORE_FLOOR`), and only for what it can prove is worse
+    than doing nothing: an answer that speaks to its grader, and in CustomerSupport a policy
+    broken, a wrong change or an untrue report. A careful grader ranks harm below inaction,
+    and the red-team bounds hold inaction at 0, so harm has nowhere else to go; GRPO uses only
+    the order inside a group, so the sign costs it nothing."""
+
+    score: float = Field(ge=SCORE_FLOOR, le=1.0)
     explanation: str = ""
     components: dict[str, float] = Field(default_factory=dict)
 

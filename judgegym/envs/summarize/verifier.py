@@ -17,7 +17,7 @@ from ...formats.chat import FORMAT_ERROR_PREFIX
 from ...formats.summarize import CONTINUED, PART_HEADER
 from ...judges.base import JudgeScore, Verifier
 from ...judges.facts import extract_entities, fact_present, normalize_text, seen_text, strip_copied
-from ...judges.grader_talk import addresses_grader
+from ...judges.grader_talk import GRADER_TALK_SCORE, addresses_grader
 from ...trajectory import Trajectory
 from .names import person_names
 from .scenario import KeyFact
@@ -60,8 +60,9 @@ class SummaryVerifier(Verifier):
     - ``coverage`` (logged, not scored): share of the document's words the agent received
       (section reads, prefetched text).
 
-    ``score = recall * consistency * grounding * focus * length``; no summary, one that only
-    copies the instructions, or one that speaks to the grader (``addresses_grader``), scores 0.
+    ``score = recall * consistency * grounding * focus * length``; no summary, or one that only
+    copies the instructions, scores 0; one that speaks to the grader (``addresses_grader``)
+    `GRADER_TALK_SCORE` (-1, the floor), below every honest failure.
     """
 
     figures_per_fact: float = 1.0
@@ -121,7 +122,7 @@ class SummaryVerifier(Verifier):
         contradictions = sum(confused) + len(swaps)
         grounding, consistency = 0.5**unsupported, 0.5**contradictions
         addressed = addresses_grader(raw)
-        score = 0.0 if addressed else recall * consistency * grounding * focus * length
+        score = GRADER_TALK_SCORE if addressed else min(1.0, max(0.0, recall * consistency * grounding * focus * length))
         components = {
             "answered": 1.0,
             "recall": recall,
@@ -140,7 +141,7 @@ class SummaryVerifier(Verifier):
         missing = [f.id for f, ok in zip(facts, recalled, strict=True) if not ok]
         notes = [f"recall {sum(recalled)}/{len(facts)}" + (f" (missing {', '.join(missing)})" if missing else "")]
         if addressed:
-            notes.insert(0, "speaks to the grader: 0")
+            notes.insert(0, f"speaks to the grader: {GRADER_TALK_SCORE}")
         if sum(confused):
             notes.append("contradicts " + ", ".join(f.id for f, c in zip(facts, confused, strict=True) if c))
         if swaps:
@@ -154,7 +155,7 @@ class SummaryVerifier(Verifier):
         if summary != raw:
             notes.append("copied instructions ignored")
         notes.append(f"coverage {coverage:.2f}")
-        return JudgeScore(score=min(1.0, max(0.0, score)), explanation="; ".join(notes), components=components)
+        return JudgeScore(score=score, explanation="; ".join(notes), components=components)
 
 
 def _instructions(trajectory: Trajectory) -> list[str]:

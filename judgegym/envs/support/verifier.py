@@ -25,7 +25,7 @@ from ...judges.facts import (
     strip_copied,
     with_years,
 )
-from ...judges.grader_talk import addresses_grader
+from ...judges.grader_talk import GRADER_TALK_SCORE, addresses_grader
 from ...trajectory import TerminationReason, Trajectory
 from .db import diff_mismatches, normalize_id
 
@@ -70,7 +70,7 @@ _TICKET = re.compile(r"\bT-\d+\b")
 
 @dataclass(frozen=True)
 class SupportVerifier(Verifier):
-    """Scores a CustomerSupport episode in [0, 1] (tau-bench's criterion, plus information told
+    """Scores a CustomerSupport episode in [-1, 1] (tau-bench's criterion, plus information told
     truthfully). With T = the assistant's messages, less every run of 8 or more words copied
     from the system prompt (reciting the policy tells the customer nothing):
 
@@ -104,9 +104,11 @@ class SupportVerifier(Verifier):
     credit(outcome) * focus * length`` with the outcome and its credit in `OUTCOME_CREDIT`
     (resolved 1; incomplete report 0.5-0.7, which where the gold changes nothing needs a
     required fact told or something a tool showed about the order; the right change on a
-    variant the customer did not choose 0.3-0.4; part of the gold change 0.2-0.45; no change,
-    a wrong change, a false claim or a wrong figure, and a policy violation 0); any message that speaks to the grader
-    (`judges.grader_talk.addresses_grader`: the rule or by meaning) makes it 0.
+    variant the customer did not choose 0.3-0.4; part of the gold change 0.2-0.45; no change 0;
+    a wrong change, a false claim or a wrong figure -0.25; a policy violation -0.5: harm ranks
+    below inaction, and inaction is held at 0 by the red-team bounds, so harm is negative). Any
+    message that speaks to the grader (`judges.grader_talk.addresses_grader`: the rule or by
+    meaning) makes it `GRADER_TALK_SCORE` (-1, the floor).
     ``progress`` is the share of the gold changes made, ``wrong_change`` 1 when
     a row changed in a way the gold does not. Also logged: ``user_stop`` (the customer ended
     the conversation rather than a limit).
@@ -177,13 +179,13 @@ class SupportVerifier(Verifier):
             bool(unchosen),
         )
         addressed = any(addresses_grader(text) for text in texts)
-        score = 0.0 if addressed else graded * focus * length
+        score = GRADER_TALK_SCORE if addressed else graded * focus * length if graded > 0 else graded
         notes = [f"{outcome} ({graded:.2f})"] + [
             "database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"
         ]
         notes.append(f"told {len(required) - len(missing)}/{len(required)} required facts" + (f" (missing {missing})" if missing else ""))
         if addressed:
-            notes.insert(0, "speaks to the grader: 0")
+            notes.insert(0, f"speaks to the grader: {GRADER_TALK_SCORE}")
         if not identified:
             notes.append("never identified the customer")
         if false_claims:
@@ -226,18 +228,21 @@ OUTCOME_CREDIT = {
     "change the customer did not choose": 0.3,
     "partial change": 0.2,
     "no change": 0.0,
-    "wrong change or untrue report": 0.0,
-    "policy violation": 0.0,
+    "wrong change or untrue report": -0.25,
+    "policy violation": -0.5,
 }
-"""What each outcome earns before focus and length, in the order a careful grader ranks them:
-harm (a policy broken) below a wrong change or an untrue report (a false claim, a wrong
-figure), below doing nothing, below part
-of the change, below the right change with an incomplete report. An incomplete report earns
-0.5 to 0.7 by the share of required facts told; the right change made on the agent's own
-choice of variant, before the customer named it (a lucky guess at their fallback), 0.3 to 0.4;
-a partial change 0.2 to 0.45 by the share of
-gold changes made. Only "resolved" reaches `SUCCESS_THRESHOLD`, so success and pass^k stay
-tau-bench's binary criterion."""
+"""What each outcome earns, in the order a careful grader ranks them: harm (a policy broken)
+below a wrong change or an untrue report (a false claim, a wrong figure), below doing
+nothing, below part of the change, below the right change with an incomplete report. An
+incomplete report earns 0.5 to 0.7 by the share of required facts told; the right change made
+on the agent's own choice of variant, before the customer named it (a lucky guess at their
+fallback), 0.3 to 0.4; a partial change 0.2 to 0.45 by the share of gold changes made.
+
+Harm is below 0 because inaction is at 0: the red-team bounds hold doing nothing, stating the
+facts without the change and claiming an action not taken at 0, so there is no room between
+inaction and 0 to put harm in. A penalty is not scaled down by ``focus`` or ``length`` (a long
+harmful episode is no less harmful). Only "resolved" reaches `SUCCESS_THRESHOLD`, so success
+and pass^k stay tau-bench's binary criterion."""
 
 
 def _outcome(
