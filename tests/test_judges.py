@@ -90,6 +90,19 @@ def test_gate_scores_only_survivors_and_relative_judges_see_only_them():
     assert none_pass.groups == []
 
 
+def test_a_penalty_survives_every_combination():
+    """A verifier's score below 0 (proven harm) stays below 0 through a sum, a product and a gate."""
+    harmed = make_group({"a": -0.5, "b": 0.8})
+    [summed] = run(WeightedSum({"x": (Fixed("a"), 1.0), "y": (Fixed("b"), 1.0)}).score_group(harmed))
+    assert summed.score == pytest.approx(0.15)
+    [worse] = run(WeightedSum({"x": (Fixed("a"), 3.0), "y": (Fixed("b"), 1.0)}).score_group(make_group({"a": -0.5, "b": 0.2})))
+    assert worse.score == pytest.approx(-0.325)
+    [product] = run(Product({"x": Fixed("a"), "y": Fixed("b")}).score_group(make_group({"a": -0.5, "b": -0.25})))
+    assert product.score == -0.5  # the lowest part, not a positive product of two penalties
+    [gated] = run(Gate(gate=Fixed("a"), judge=Relative()).score_group(harmed))
+    assert gated.score == -0.5 and gated.components["gate/passed"] == 0.0
+
+
 def test_score_groups_sets_rewards_and_keeps_earlier_ones():
     group = make_group({"a": 0.3}, {"a": 0.6})
     group.trajectories[0].reward = 0.9

@@ -122,6 +122,7 @@ def leaderboard_chart(summaries: Sequence[EvalSummary], path: str | os.PathLike[
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.container import BarContainer
 
     envs = sorted({s.env_id for s in summaries})
     agents = list(dict.fromkeys(s.agent for s in sorted(summaries, key=lambda s: -s.mean_reward)))
@@ -137,7 +138,8 @@ def leaderboard_chart(summaries: Sequence[EvalSummary], path: str | os.PathLike[
         x = np.arange(len(envs)) + (i - (len(agents) - 1) / 2) * width
         axes.bar(x, means, width, yerr=[low, high], capsize=3, label=agent)
     axes.set_xticks(np.arange(len(envs)), envs)
-    axes.set_ylim(0, 1.05)
+    bars = [bar.get_height() for container in axes.containers if isinstance(container, BarContainer) for bar in container]
+    axes.set_ylim(min(0.0, np.nanmin(bars, initial=0.0)) - 0.05, 1.05)  # a verifier's penalties go below 0
     axes.set_ylabel("mean reward (95% CI)")
     axes.set_title(title)
     axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -39,7 +39,7 @@ COLUMNS: dict[str, str] = {
     "tool_call_id, name}; tool-call arguments are the JSON text the model wrote; unset fields are null",
     "tools": "string: JSON list of the OpenAI tool schemas the agent had",
     "termination": "string: final_answer, user_stop, max_turns, max_tool_calls or error; null if unknown",
-    "reward": "float64: the judge's score in [0, 1]; null if unscored",
+    "reward": "float64: the judge's score in [0, 1] (a verifier's below 0 for proven harm); null if unscored",
     "metrics": "string: JSON object of the judge's components and the episode counters",
     "info": "string: JSON object; info['task'] holds the grading data a verifier re-judges with",
     "message_extras": "string: JSON object {message index: fields outside the columns above, e.g. reasoning_content}",

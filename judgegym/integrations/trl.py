@@ -153,7 +153,8 @@ class JudgeReward:
         log_extra: Any = None,
         **columns: Any,
     ) -> list[float | None]:
-        """One reward in [0, 1] per completion, in TRL's order (None for a skipped failed group)."""
+        """One reward per completion, in TRL's order: the judge's score, in [0, 1] (a verifier's
+        below 0 for proven harm); None for a skipped failed group."""
         trajectories = self.trajectories(prompts, completions, environments, **columns)
         members: dict[tuple[str, str], list[int]] = {}
         for i, (prompt, trajectory) in enumerate(zip(prompts, trajectories, strict=True)):

@@ -1,5 +1,6 @@
 """Combinations of judges: weighted sum, gate, product, fallback. Component scores stay
-visible, prefixed by each part's name (``verifier/recall``, ``ruler/score``)."""
+visible, prefixed by each part's name (``verifier/recall``, ``ruler/score``). A part's
+penalty (a verifier's score below 0 for proven harm, `JudgeScore`) survives the combination."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 from collections.abc import Mapping
 
 from ..trajectory import Group
-from .base import Judge, JudgeScore, Verifier
+from .base import SCORE_FLOOR, Judge, JudgeScore, Verifier
 
 log = logging.getLogger("judgegym.judges")
 
@@ -36,7 +37,7 @@ class _Combination(Judge):
             components[f"{name}/score"] = score.score
             components.update({f"{name}/{key}": value for key, value in score.components.items()})
         explanation = f"{how} = {total:.3f}; " + "; ".join(f"{name}: {s.score:.3f} ({s.explanation})" for name, s in scores.items())
-        return JudgeScore(score=min(1.0, max(0.0, total)), explanation=explanation, components=components)
+        return JudgeScore(score=min(1.0, max(SCORE_FLOOR, total)), explanation=explanation, components=components)
 
 
 class WeightedSum(_Combination):
@@ -60,19 +61,22 @@ class WeightedSum(_Combination):
 
 
 class Product(_Combination):
-    """``prod(s_i)``: every part must be satisfied (tau-bench style)."""
+    """``prod(s_i)``: every part must be satisfied (tau-bench style). Where a part is below 0
+    (a penalty), the lowest part instead: a product of two penalties is no reward."""
 
     async def score_group(self, group: Group) -> list[JudgeScore]:
         results = await self._all(group)
         merged = []
         for i in range(len(group)):
             scores = {name: results[name][i] for name in self.parts}
-            merged.append(self._merge(scores, math.prod(s.score for s in scores.values()), "product"))
+            values = [s.score for s in scores.values()]
+            merged.append(self._merge(scores, min(values) if min(values) < 0 else math.prod(values), "product"))
         return merged
 
 
 class Gate(_Combination):
-    """`judge`'s score counts only where `gate` scores at least `threshold`; else `floor`.
+    """`judge`'s score counts only where `gate` scores at least `threshold`; else `floor`, or the
+    gate's own score where it is a penalty (below 0).
 
     E.g. ``Gate(gate=RagVerifier(), judge=RulerJudge(...), threshold=0.5)``: RULER ranks
     only the answers that got the facts right. The gate runs first; the judge then scores
@@ -98,7 +102,8 @@ class Gate(_Combination):
             scores = {gate_name: gate_score}
             if judged[i] is not None:
                 scores[judge_name] = judged[i]
-            total = judged[i].score if passed[i] and judged[i] is not None else self.floor
+            penalty = min(0.0, gate_score.score)
+            total = judged[i].score if passed[i] and judged[i] is not None else penalty if penalty < 0 else self.floor
             result = self._merge(scores, total, "gated")
             result.components[f"{gate_name}/passed"] = float(passed[i])
             merged.append(result)

@@ -780,7 +780,7 @@ def plot_rewards(
     axes.set_xlabel("optimizer step")
     axes.set_ylabel("mean reward")
     values = [r for _, r in train + held_out]
-    axes.set_ylim(min(0.0, *values) - 0.02, max(1.0, *values) + 0.02)  # judges score in [0, 1]: show the whole scale
+    axes.set_ylim(min(0.0, *values) - 0.02, max(1.0, *values) + 0.02)  # the whole scale, penalties too
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
     figure.tight_layout()

@@ -553,6 +553,7 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path, env_id: str = 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
 
     metrics = [m for m in stage_metric_names(env_id) if m != "tool_error_rate"]
     figure, axes = plt.subplots(figsize=(8, 4))
@@ -570,7 +571,8 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path, env_id: str = 
         x = np.arange(len(metrics)) + (index - (len(episodes) - 1) / 2) * width
         axes.bar(x, means, width, yerr=[low, high], capsize=3, label=labels.get(stage, stage))
     axes.set_xticks(np.arange(len(metrics)), [m.replace("_", " ") for m in metrics], fontsize="small")
-    axes.set_ylim(0, 1.05)
+    bars = [bar.get_height() for container in axes.containers if isinstance(container, BarContainer) for bar in container]
+    axes.set_ylim(min(0.0, np.nanmin(bars, initial=0.0)) - 0.05, 1.05)  # a verifier's penalties go below 0
     axes.set_ylabel("held-out mean (test split, greedy)")
     axes.set_title(f"{env_id} with tools: before, after SFT, after GRPO (reward: verifier)", fontsize="medium")
     axes.legend(fontsize="small")

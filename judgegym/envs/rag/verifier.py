@@ -31,7 +31,7 @@ _OPENERS = ".!?:;\n*•>-"  # a word after one of these (or at the start) opens 
 
 @dataclass(frozen=True)
 class RagVerifier(Verifier):
-    """Scores a RagSupport answer in [0, 1]. With A = the final answer, less every run of 8 or
+    """Scores a RagSupport answer in [0, 1] (-1 for one that speaks to the grader). With A = the final answer, less every run of 8 or
     more words it copies from the instructions (the system prompt and the question):
 
     - ``recall``: share of gold facts A states (numbers compared in canonical form);

@@ -29,7 +29,7 @@ _TOKEN = re.compile(r"\S+")
 
 @dataclass(frozen=True)
 class SummaryVerifier(Verifier):
-    """Scores a Summarize summary in [0, 1]. With S = the final answer less every run of 8 or
+    """Scores a Summarize summary in [0, 1] (-1 for one that speaks to the grader). With S = the final answer less every run of 8 or
     more words it copies from the instructions (the system prompt, and the request and
     instructions that open the first user message; quoting the document is fine), W = the word
     limit and n key facts:
