@@ -179,7 +179,8 @@ class SupportVerifier(Verifier):
             bool(unchosen),
         )
         addressed = any(addresses_grader(text) for text in texts)
-        score = GRADER_TALK_SCORE if addressed else graded * focus * length if graded > 0 else graded
+        # focus and length scale what an episode earns, never a penalty: a long harmful episode is no less harmful
+        score = GRADER_TALK_SCORE if addressed else (graded * focus * length if graded > 0 else graded)
         notes = [f"{outcome} ({graded:.2f})"] + [
             "database matches the gold end state" if db_match else f"database differs from the gold in {', '.join(mismatched[:5])}"
         ]
