@@ -326,23 +326,43 @@ def leaderboard_command(
     rejudge: Annotated[
         bool, typer.Option("--rejudge", help="Grade the stored episodes again with the envs' verifiers as they are now.")
     ] = False,
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Summaries JSON of an earlier leaderboard: its rows that RUNS do not replay are kept (as they were graded then).",
+        ),
+    ] = None,
 ) -> None:
-    """Build a Markdown leaderboard (agents x envs) and a PNG chart from eval runs."""
-    from .evaluation.leaderboard import leaderboard_chart, leaderboard_markdown, summarize_runs
+    """Build a Markdown leaderboard (agents x envs) and a PNG chart from eval runs; the rows'
+    summaries go to OUT with .json, which --keep reads back."""
+    from .evaluation.leaderboard import (
+        leaderboard_chart,
+        leaderboard_markdown,
+        load_summaries,
+        merge_summaries,
+        save_summaries,
+        summarize_runs,
+    )
 
-    missing = [str(p) for p in runs if not p.is_file()]
+    missing = [str(p) for p in [*runs, *([keep] if keep else [])] if not p.is_file()]
     if missing:
         raise _fail(f"no such file: {', '.join(missing)}")
     try:
         summaries = summarize_runs(runs, success_threshold=success_threshold, rejudge=rejudge)
+        summaries, carried = merge_summaries(summaries, load_summaries(keep) if keep else [])
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    if carried:
+        rows = "; ".join(f"`{s.agent}` on {s.env_id}" for s in carried)
+        preamble += f"\n\nRows kept from an earlier regeneration (`--keep`; not played or graded again this time): {rows}."
     chart = chart or out.with_suffix(".png")
     leaderboard_chart(summaries, chart, title=title)
     figure = f"![{title}]({os.path.relpath(chart, out.parent)})"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(leaderboard_markdown(summaries, title=title, preamble=f"{preamble}\n\n{figure}".strip()))
-    console.print(f"{len(summaries)} runs -> {out} and {chart}")
+    save_summaries(summaries, out.with_suffix(".json"))
+    console.print(f"{len(summaries)} runs ({len(carried)} kept) -> {out}, {chart} and {out.with_suffix('.json')}")
 
 
 @app.command("train", short_help="Train a policy with GRPO, rewarded by a judge.")
@@ -742,6 +762,10 @@ def _tools_demo(
     for k in range(1, pass_trials + 1):
         cells = (result.pass_k[stage][f"pass^{k}"] for stage in stages)
         table.add_row(f"pass^{k} (sampled) [95% CI]", *(f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in cells))
+    for metric in dict.fromkeys(m for stage in stages for m in result.sampled.get(stage, {})):
+        name = metric.replace("_", " ") + " (sampled) [95% CI]"
+        figures = (result.sampled[stage].get(metric) for stage in stages)
+        table.add_row(name, *(f"{f[0]:.3f} [{f[1]:.3f}, {f[2]:.3f}]" if f else "-" for f in figures))
     console.print(table)
     comparisons = (
         ("sft", "SFT vs before"),

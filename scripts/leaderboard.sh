@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Regenerate docs/leaderboard.md and docs/leaderboard.png: every agent that runs on a CPU, on
-# the test split of every env. Runs are resumable: rerunning skips the episodes already in
-# runs/leaderboard/*.jsonl, so an interrupted regeneration picks up where it stopped.
+# Regenerate docs/leaderboard.md, docs/leaderboard.png and docs/leaderboard.json (the rows'
+# summaries): every agent that runs on a CPU, on the test split of every env. With
+# KEEP=docs/leaderboard.json, the rows of runs this regeneration does not play (the trained
+# adapters' rows when their runs/ folders are gone) are kept from the page as it was. Runs are
+# resumable: rerunning skips the episodes already in runs/leaderboard/*.jsonl, so an
+# interrupted regeneration picks up where it stopped.
 # About 75 minutes from scratch on 2 CPU cores, most of it SmolLM2-135M generating (2026-12-05: the baselines
 # and zero-shot rows about 25, the tools demo's four adapters 15, the support demo's three 34).
 set -euo pipefail
@@ -11,6 +14,7 @@ RUNS=${RUNS:-runs/leaderboard}
 N=${EPISODES:-100}          # scenarios per scripted baseline
 M=${MODEL_EPISODES:-30}     # scenarios per SmolLM2 run
 SMOL="hf:smollm2-135m?max_tokens=128"
+KEEP=${KEEP:-}              # a summaries JSON of an earlier page (docs/leaderboard.json): its rows that this run does not replay are kept
 
 $JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$N" --out "$RUNS/rag.jsonl" \
     --agent oracle --agent search-quote --agent unhelpful
@@ -48,7 +52,7 @@ $JUDGEGYM eval --env Summarize-v0 --split test --episodes "$M" --out "$RUNS/summ
 
 # --rejudge: the stored episodes are graded again by the verifiers as they are now (they read only the
 # stored trajectory), so a change of a verifier reaches every row without playing the episodes again.
-$JUDGEGYM leaderboard "$RUNS"/*.jsonl --rejudge --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
+$JUDGEGYM leaderboard "$RUNS"/*.jsonl --rejudge ${KEEP:+--keep "$KEEP"} --out docs/leaderboard.md --title "judgegym leaderboard (test splits)" \
     --preamble "Regenerate with \`scripts/leaderboard.sh\` (resumable; about 75 minutes from scratch on 2 CPU cores; stored episodes are graded again by the verifiers as they are now). Scripted baselines: $N scenarios each; \
 SmolLM2-135M-Instruct zero-shot (greedy, 128 new tokens per turn, fewer turns allowed to bound CPU time): $M scenarios. \
 Success means reward >= 0.8; the figures are defined in [agents.md](agents.md#evaluation-runs). \

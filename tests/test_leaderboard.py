@@ -100,3 +100,32 @@ def test_each_env_table_has_a_reward_hacking_watch(runs):
     assert shows({"length": 0.5}) and not shows({"length": 1.0, "focus": 1.0}) and not shows({})
     _, shows = WATCH["untrue"]
     assert shows({"wrong_figures": 1.0}) and not shows({"false_claims": 0.0})
+
+
+def test_keep_carries_the_rows_a_regeneration_does_not_replay(runs, tmp_path):
+    """The summaries JSON written beside the page is read back by --keep: a regeneration that
+    replays one run replaces that row and keeps the others, naming them as kept."""
+    from judgegym.evaluation.leaderboard import load_summaries
+
+    first = tmp_path / "first.md"
+    result = CliRunner().invoke(app, ["leaderboard", str(runs / "rag.jsonl"), str(runs / "b.jsonl"), "--out", str(first)])
+    assert result.exit_code == 0, result.output
+    stored = load_summaries(first.with_suffix(".json"))
+    assert len(stored) == 4 and {1, 2} <= set(next(s for s in stored if s.trials == 2).pass_k)
+
+    second = tmp_path / "second.md"
+    kept = first.with_suffix(".json")
+    result = CliRunner().invoke(app, ["leaderboard", str(runs / "b.jsonl"), "--keep", str(kept), "--out", str(second)])
+    assert result.exit_code == 0, result.output
+    assert "(3 kept)" in result.output
+    text = second.read_text()
+    assert "Rows kept from an earlier regeneration" in text and "`unhelpful [n_products=20, n_worlds=1]` on RagSupport-v0" in text
+    assert "prefetch_k=2]` on" not in text  # replayed, not kept
+    assert [s.to_dict() for s in load_summaries(second.with_suffix(".json"))] == [s.to_dict() for s in stored]
+
+
+def test_keep_reports_a_file_that_holds_no_summaries(runs, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"agent": 1}')
+    result = CliRunner().invoke(app, ["leaderboard", str(runs / "b.jsonl"), "--keep", str(bad), "--out", str(tmp_path / "x.md")])
+    assert result.exit_code == 2 and "not a list of leaderboard summaries" in result.output

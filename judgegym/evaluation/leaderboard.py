@@ -1,7 +1,10 @@
 """Leaderboards: eval runs (trajectory JSONL files) -> a Markdown table and a PNG chart.
 
 Trajectories are grouped into runs by (env, split, agent, env config, judge); each run is
-summarised with `summarize`, so the figures are exactly those `judgegym eval` prints.
+summarised with `summarize`, so the figures are exactly those `judgegym eval` prints. The
+summaries are also kept as JSON (`save_summaries`) beside the page, so a later regeneration
+can replay some runs and keep the others' rows (`load_summaries`, `merge_summaries`): adding
+one agent, or following a change of one env's verifier, does not mean playing every run again.
 """
 
 from __future__ import annotations
@@ -59,6 +62,33 @@ def regrade(trajectory: Trajectory) -> bool:
         return False
     record_score(trajectory, make_judge("verifier").verify(trajectory))  # type: ignore[attr-defined]
     return True
+
+
+def save_summaries(summaries: Sequence[EvalSummary], path: str | os.PathLike[str]) -> Path:
+    """Write `summaries` as a JSON list (`EvalSummary.to_dict`) for `load_summaries`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([s.to_dict() for s in summaries], indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def load_summaries(path: str | os.PathLike[str]) -> list[EvalSummary]:
+    """The summaries `save_summaries` wrote (a `ValueError` naming the file if it holds none)."""
+    try:
+        rows = json.loads(Path(path).read_text(encoding="utf-8"))
+        summaries = [EvalSummary(**{**row, "pass_k": {int(k): v for k, v in row.get("pass_k", {}).items()}}) for row in rows]
+    except (json.JSONDecodeError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a list of leaderboard summaries ({exc})") from None
+    return summaries
+
+
+def merge_summaries(new: Sequence[EvalSummary], kept: Sequence[EvalSummary]) -> tuple[list[EvalSummary], list[EvalSummary]]:
+    """`new` plus the rows of `kept` whose (env, split, agent) no new row has, sorted as
+    `summarize_runs` sorts; also returns the rows taken from `kept`."""
+    replayed = {(s.env_id, s.split, s.agent) for s in new}
+    carried = [s for s in kept if (s.env_id, s.split, s.agent) not in replayed]
+    merged = sorted([*new, *carried], key=lambda s: (s.env_id, s.split, -s.mean_reward, s.agent))
+    return merged, carried
 
 
 def run_label(trajectory: Trajectory) -> str:
@@ -156,4 +186,12 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-__all__ = ["leaderboard_chart", "leaderboard_markdown", "run_label", "summarize_runs"]
+__all__ = [
+    "leaderboard_chart",
+    "leaderboard_markdown",
+    "load_summaries",
+    "merge_summaries",
+    "run_label",
+    "save_summaries",
+    "summarize_runs",
+]
