@@ -6,7 +6,8 @@
 # resumable: rerunning skips the episodes already in runs/leaderboard/*.jsonl, so an
 # interrupted regeneration picks up where it stopped.
 # About 75 minutes from scratch on 2 CPU cores, most of it SmolLM2-135M generating (2026-12-05: the baselines
-# and zero-shot rows about 25, the tools demo's four adapters 15, the support demo's three 34).
+# and zero-shot rows about 25, the tools demo's four adapters 15, the support demo's three 34; 2026-12-06,
+# with KEEP for the tools demo's rows: 32 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JUDGEGYM=${JUDGEGYM:-.venv/bin/judgegym}
