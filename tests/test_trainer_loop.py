@@ -202,6 +202,17 @@ def test_flat_groups_are_skipped_and_failed_groups_dropped_and_counted(tmp_path,
     assert trainer.state.step == 3 and trainer.state.cursor == 9
 
 
+def test_a_rollout_frees_the_kv_caches_its_ended_episodes_kept(tmp_path, tiny_model):
+    """The update after a rollout does not hold the KV caches kept for turns that never come."""
+    trainer = GRPOTrainer(make_config(tmp_path, tiny_model), judge=ScriptedJudge(lambda t: 0.0))
+    cache = trainer.backend.prefix_cache
+    assert cache is not None
+    kept, keep = [], cache.keep
+    cache.keep = lambda *args, **kwargs: (keep(*args, **kwargs), kept.append(cache.cached_tokens))
+    trainer.rollout(1, 0)
+    assert kept and max(kept) > 0 and cache.cached_tokens == 0
+
+
 def test_oversample_plays_more_groups_and_trains_on_those_with_the_widest_spread(tmp_path, tiny_model):
     config = make_config(tmp_path, tiny_model, scenarios_per_step=1, oversample=2, max_steps=2)
     assert config.played_per_step == 3

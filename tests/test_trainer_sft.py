@@ -521,7 +521,13 @@ def test_the_support_demo_learns_from_the_policy_agent_and_reports_pass_k(tmp_pa
     for stage in result.pass_k.values():
         assert set(stage) == {"pass^1", "pass^2"} and stage["pass^2"][0] <= stage["pass^1"][0]
         assert all(low <= value <= high for value, low, high in stage.values())
-    assert {"pass^1", "pass^2"} <= {c.metric for c in result.changes["grpo"]}
+    assert {"pass^1", "pass^2", "reward (sampled)", "policy_violations_rate (sampled)"} <= {c.metric for c in result.changes["grpo"]}
+    # the sampled attempts' reward and signs of harm, each scenario weighing once
+    assert set(result.sampled["sft"]) == {"reward", "policy_violations_rate", "false_claims_rate"}
+    for stage, figures in result.sampled.items():
+        rewards = [t.reward for t in result.sampled_episodes[stage]]
+        assert figures["reward"][0] == pytest.approx(sum(rewards) / len(rewards))  # two attempts at each scenario
+        assert all(low <= value <= high for value, low, high in figures.values())
     saved = json.loads((tmp_path / "demo" / "result.json").read_text())
     assert saved["env_id"] == "CustomerSupport-v0" and set(saved["pass_k"]["sft"]) == {"pass^1", "pass^2"}
     assert (tmp_path / "demo" / "sampled" / "grpo.jsonl").is_file()

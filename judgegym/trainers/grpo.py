@@ -29,7 +29,7 @@ from ..judges.base import Judge, run_sync, score_groups
 from ..progress import peak_rss_mb
 from ..trajectory import Group
 from .advantages import ScaleRewards, group_advantages, widest_groups
-from .device import training_autocast
+from .device import release_memory, training_autocast
 from .distributed import Ranks
 from .loop import Trainer, format_metric
 from .loss import (
@@ -485,6 +485,9 @@ class GRPOTrainer(Trainer):
         # 1. Rollouts: this rank's groups x G members, sampled by the policy the backend serves.
         sampling = Sampling(config.temperature, config.top_p, config.max_new_tokens, self._sampling_seed(step))
         episodes = play_groups(self.backend, self.tokenizer, self.envs, seeds, sampling)
+        if (finish := getattr(self.backend, "finish_rollout", None)) is not None:
+            finish()
+        release_memory()  # the generation threads' freed memory, before the judge and the update allocate
         generated = time.perf_counter()
 
         # 2. Judge each group (a group whose judge fails is dropped and counted, never zeroed).
@@ -537,6 +540,7 @@ class GRPOTrainer(Trainer):
         self.state.step, self.state.cursor = step, self.state.cursor + config.played_per_step
         updated = time.perf_counter()
         self._sync_backend()
+        release_memory()  # the update's activations and gradients, before the next rollout
         finished = time.perf_counter()
 
         record: dict[str, Any] = {"step": step}

@@ -64,12 +64,22 @@ class DemoEnv:
     """The env's figures each stage reports besides reward and tool use: a verifier component's
     mean, or ``X_rate`` for the share of episodes whose component ``X`` is above 0
     (``policy_violations_rate``: episodes that broke a policy rule at least once)."""
+    sft_checkpointing: bool = False
+    """Whether SFT recomputes activations in the backward pass. Worth it where the teacher's
+    episodes are long: on the six longest of 24 verified support episodes (about 2,900 tokens)
+    SFT peaks at 2.88 GB with it and 5.68 GB without, in the same time (53.9 s and 55.5 s for 3
+    steps); on RagSupport's (about 1,300 tokens) at 2.25 GB against 3.75 GB, but 15% slower
+    (33.8 s against 29.4 s), where SFT does not set the demo's peak
+    (`python -m judgegym.benchmarks.train_memory`, 2 cores, 2026-12-06)."""
 
 
 DEMO_ENVS = {
     "RagSupport-v0": DemoEnv("oracle", "0.8*verifier+0.2*grounding", ("recall", "citation", "abstained")),
     "CustomerSupport-v0": DemoEnv(
-        "policy", "verifier", ("success", "db_match", "identified", "policy_violations_rate", "false_claims_rate")
+        "policy",
+        "verifier",
+        ("success", "db_match", "identified", "policy_violations_rate", "false_claims_rate"),
+        sft_checkpointing=True,
     ),
 }
 """The envs the demo trains on. RagSupport's training reward adds a dense grounding term to the
@@ -108,6 +118,8 @@ class ToolsDemoConfig:
     min_reward: float = 1.0
     sft_epochs: int = 3
     sft_learning_rate: float = 1e-3
+    sft_checkpointing: bool | None = None
+    """Recompute activations in SFT's backward pass (None: the env's choice, `DemoEnv`)."""
     grpo_steps: int = 3
     grpo_judge: str | None = None
     """The GRPO training reward (None: the env's, `DEMO_ENVS`); the held-out figure is always
@@ -188,12 +200,17 @@ class ToolsDemoResult:
     """With ``pass_trials``: stage -> ``"pass^k"`` -> (estimate, 95% low, 95% high) over the
     sampled attempts (`sampled_episodes`)."""
     sampled_episodes: dict[str, list[Trajectory]] = field(default_factory=dict)
+    sampled: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
+    """With ``pass_trials``: stage -> ``"reward"`` and each sign of harm the env counts
+    (`sampled_metric_names`) -> (mean, 95% low, 95% high) over the sampled attempts, each scenario
+    weighing once: the distribution GRPO trains on, where greedy shows one answer per scenario."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "env_id": self.env_id,
             "stages": self.stages,
             "pass_k": self.pass_k,
+            "sampled": self.sampled,
             "changes": {k: [asdict(c) for c in v] for k, v in self.changes.items()},
             "sft_data": self.sft_data,
             "timings": self.timings,
@@ -268,6 +285,52 @@ def pass_k_changes(before: list[Trajectory], after: list[Trajectory], k_max: int
     return changes
 
 
+def sampled_metric_names(env_id: str) -> list[str]:
+    """What the sampled attempts report besides pass^k: the reward, and the env's per-episode
+    rates (a policy violation, a false claim: the harm a trained agent must not learn)."""
+    return ["reward", *(m for m in stage_metric_names(env_id) if m.endswith("_rate") and m not in ("tool_call_rate", "tool_error_rate"))]
+
+
+def _per_scenario(trajectories: list[Trajectory], metric: str) -> dict[str, float]:
+    """`metric`'s mean over each scenario's attempts (NaN values left out), by scenario id."""
+    values: dict[str, list[float]] = {}
+    for trajectory, value in zip(trajectories, _per_episode(trajectories, metric), strict=True):
+        values.setdefault(str(trajectory.scenario_id), []).append(value)
+    return {key: _mean([v for v in vs if not math.isnan(v)]) for key, vs in values.items()}
+
+
+def sampled_figures(trajectories: list[Trajectory], env_id: str) -> dict[str, tuple[float, float, float]]:
+    """Each of `sampled_metric_names` over sampled attempts: (mean, 95% bootstrap interval),
+    resampling scenarios (a scenario's attempts are not independent of one another)."""
+    from ..evaluation import bootstrap_ci
+
+    figures = {}
+    for metric in sampled_metric_names(env_id):
+        values = [v for v in _per_scenario(trajectories, metric).values() if not math.isnan(v)]
+        if values:
+            figures[metric] = (_mean(values), *bootstrap_ci(values))
+    return figures
+
+
+def sampled_changes(before: list[Trajectory], after: list[Trajectory], env_id: str) -> list[Change]:
+    """The change of each of `sampled_metric_names` between two stages' sampled attempts at
+    the same scenarios (``"<metric> (sampled)"``), paired over scenarios."""
+    from ..evaluation import bootstrap_ci
+
+    changes = []
+    for metric in sampled_metric_names(env_id):
+        b, a = _per_scenario(before, metric), _per_scenario(after, metric)
+        if set(b) != set(a):
+            raise RuntimeError("the two stages' sampled attempts are at different scenarios")
+        pairs = [(b[key], a[key]) for key in b if not (math.isnan(b[key]) or math.isnan(a[key]))]
+        if pairs:
+            deltas = [y - x for x, y in pairs]
+            low, high = bootstrap_ci(deltas)
+            before_mean, after_mean = _mean([x for x, _ in pairs]), _mean([y for _, y in pairs])
+            changes.append(Change(f"{metric} (sampled)", before_mean, after_mean, float(np.mean(deltas)), low, high))
+    return changes
+
+
 def sampled_attempts(config: ToolsDemoConfig, adapter: Path | None, path: Path) -> list[Trajectory]:
     """Play the policy (the base model with `adapter`, or without one) ``config.pass_trials``
     times on each of the ``config.eval_episodes`` held-out scenarios, sampling at
@@ -322,6 +385,65 @@ def sft_data(path: Path, config: ToolsDemoConfig, *, seed: int = SFT_SEED_OFFSET
     return {"played": len(run.trajectories), "kept": len(kept), "failed": len(run.failed), "file": str(path)}
 
 
+def _shared(config: ToolsDemoConfig) -> dict[str, Any]:
+    return {"eval_episodes": config.eval_episodes, "max_new_tokens": config.max_new_tokens, "max_turns": config.max_turns}
+
+
+def demo_sft_config(config: ToolsDemoConfig, data_path: Path, output_dir: Path) -> Any:
+    """The demo's `SFTConfig`: SFT on the teacher's episodes in `data_path` (those scoring at
+    least ``config.min_reward``), LoRA, one episode per micro-batch, bf16 autocast where native."""
+    from .sft import SFTConfig
+
+    return SFTConfig(
+        data=[str(data_path)],
+        model=config.model,
+        min_reward=config.min_reward,
+        env_id=config.env_id,
+        env_kwargs=dict(config.env_kwargs),
+        epochs=config.sft_epochs,
+        learning_rate=config.sft_learning_rate,
+        warmup_steps=2,
+        micro_batch_tokens=1600,  # one episode per pass
+        gradient_accumulation_steps=2,
+        mixed_precision="auto",  # bf16 where native: about 2.3x the float32 + checkpointing throughput on a 2-core AVX-512 CPU
+        gradient_checkpointing=DEMO_ENVS[config.env_id].sft_checkpointing if config.sft_checkpointing is None else config.sft_checkpointing,
+        save_steps=0,
+        seed=config.seed,
+        output_dir=str(output_dir),
+        **_shared(config),
+    )
+
+
+def demo_grpo_config(config: ToolsDemoConfig, judge: str, init_adapter: Path, output_dir: Path) -> Any:
+    """The demo's `GRPOConfig`: GRPO from the SFT adapter `init_adapter` with `judge` as the
+    training reward, held out by the verifier after the last step."""
+    from .grpo import GRPOConfig
+
+    return GRPOConfig(
+        env_id=config.env_id,
+        model=config.model,
+        env_kwargs=dict(config.env_kwargs),
+        judge=judge,
+        eval_judge="verifier",
+        init_adapter=str(init_adapter),
+        scenarios_per_step=config.scenarios_per_step,
+        oversample=config.oversample,
+        group_size=config.group_size,
+        micro_batch_size=1,  # one episode per pass: a 1,400-token episode's logits alone are 0.3 GB
+        gradient_checkpointing=True,  # 5.2 GB against 7.3 GB without, for an update about 11% slower
+        temperature=config.temperature,
+        epsilon_high=config.epsilon_high,
+        learning_rate=config.grpo_learning_rate,
+        max_steps=config.grpo_steps,
+        eval_steps=config.grpo_steps,
+        eval_on_start=False,  # the SFT run's last eval is this policy's
+        save_steps=config.grpo_steps,
+        seed=config.seed,
+        output_dir=str(output_dir),
+        **_shared(config),
+    )
+
+
 def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -> ToolsDemoResult:
     """Run the stages (see the module docstring) in ``config.output_dir``: ``sft-data.jsonl``,
     ``sft/`` (an `SFTTrainer` run: its ``eval/step-0.jsonl`` is the before stage),
@@ -334,8 +456,8 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
 
     from ..progress import peak_rss_mb
     from .device import release_memory
-    from .grpo import GRPOConfig, GRPOTrainer
-    from .sft import SFTConfig, SFTTrainer
+    from .grpo import GRPOTrainer
+    from .sft import SFTTrainer
 
     config = config or ToolsDemoConfig()
     out = Path(config.output_dir)
@@ -371,24 +493,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
             f"{config.min_reward} ({timings['data_s']:.0f} s)"
         )
 
-    shared = {"eval_episodes": config.eval_episodes, "max_new_tokens": config.max_new_tokens, "max_turns": config.max_turns}
-    sft_config = SFTConfig(
-        data=[str(data_path)],
-        model=config.model,
-        min_reward=config.min_reward,
-        env_id=config.env_id,
-        env_kwargs=dict(config.env_kwargs),
-        epochs=config.sft_epochs,
-        learning_rate=config.sft_learning_rate,
-        warmup_steps=2,
-        micro_batch_tokens=1600,  # one episode per pass: with bf16 autocast and no recomputation it peaks near 4 GB
-        gradient_accumulation_steps=2,
-        mixed_precision="auto",  # bf16 where native: about 2.3x the float32 + checkpointing throughput on a 2-core AVX-512 CPU
-        save_steps=0,
-        seed=config.seed,
-        output_dir=str(out / "sft"),
-        **shared,
-    )
+    sft_config = demo_sft_config(config, data_path, out / "sft")
     if "sft" in done:
         sft_step, sft_step_s = done["sft"]["step"], done["sft"]["step_s"]
         timings |= {k: done["sft"][k] for k in ("eval_before_s", "sft_s")}
@@ -419,29 +524,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
         if folder.name in done:
             log(f"{folder.name}: kept from the interrupted run")
             return done[folder.name]["seconds"], done[folder.name]["train_s"]
-        grpo_config = GRPOConfig(
-            env_id=config.env_id,
-            model=config.model,
-            env_kwargs=dict(config.env_kwargs),
-            judge=judge,
-            eval_judge="verifier",
-            init_adapter=str(out / "sft" / "last"),
-            scenarios_per_step=config.scenarios_per_step,
-            oversample=config.oversample,
-            group_size=config.group_size,
-            micro_batch_size=1,  # one episode per pass: a 1,400-token episode's logits alone are 0.3 GB
-            gradient_checkpointing=True,  # 5.2 GB against 7.3 GB without, for an update about 11% slower
-            temperature=config.temperature,
-            epsilon_high=config.epsilon_high,
-            learning_rate=config.grpo_learning_rate,
-            max_steps=config.grpo_steps,
-            eval_steps=config.grpo_steps,
-            eval_on_start=False,  # the SFT run's last eval is this policy's
-            save_steps=config.grpo_steps,
-            seed=config.seed,
-            output_dir=str(fresh(folder)),
-            **shared,
-        )
+        grpo_config = demo_grpo_config(config, judge, out / "sft" / "last", fresh(folder))
         mark = time.perf_counter()
         grpo = GRPOTrainer(grpo_config)
         try:
@@ -511,6 +594,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
 
     sampled: dict[str, list[Trajectory]] = {}
     pass_k: dict[str, dict[str, tuple[float, float, float]]] = {}
+    sampled_stages: dict[str, dict[str, tuple[float, float, float]]] = {}
     if config.pass_trials:
         from ..evaluation import bootstrap_ci
         from ..evaluation.stats import pass_k_per_task
@@ -533,14 +617,16 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
             for k in range(1, config.pass_trials + 1):
                 values = list(pass_k_per_task(sampled[stage], k).values())
                 pass_k[stage][f"pass^{k}"] = (_mean(values), *bootstrap_ci(values))
+            sampled_stages[stage] = sampled_figures(sampled[stage], config.env_id)
         for key, (a, b) in pairs.items():
             changes[key] += pass_k_changes(sampled[a], sampled[b], config.pass_trials)
+            changes[key] += sampled_changes(sampled[a], sampled[b], config.env_id)
         timings["pass_k_s"] = time.perf_counter() - mark
         timings["total_s"] = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     plot = plot_stages(episodes, out / "stages.png", config.env_id)
     (out / "episodes.md").write_text(episodes_page(episodes), encoding="utf-8")
-    result = ToolsDemoResult(stages, changes, episodes, data, timings, peak, plot, config.env_id, pass_k, sampled)
+    result = ToolsDemoResult(stages, changes, episodes, data, timings, peak, plot, config.env_id, pass_k, sampled, sampled_stages)
     (out / "result.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
     return result
 
@@ -651,6 +737,9 @@ __all__ = [
     "episodes_page",
     "pass_k_changes",
     "sampled_attempts",
+    "sampled_changes",
+    "sampled_figures",
+    "sampled_metric_names",
     "stage_metric_names",
     "ToolsDemoConfig",
     "ToolsDemoResult",
