@@ -415,6 +415,7 @@ def digit_share(trajectory: Trajectory) -> float:
     return sum(w in string.digits for w in words) / max(len(words), 1)
 
 
+@pytest.mark.slow  # about 15 s: dozens of GRPO steps
 def test_a_few_dozen_steps_raise_the_reward(tmp_path, tiny_model):
     """A real learning signal: the reward is the share of digits in the answer (about 1 in 10
     tokens at random). The adapter includes the output head: in a tiny random model the
