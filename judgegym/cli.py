@@ -48,12 +48,13 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{n} {noun}s"
 
 
-def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
+def _parse_env_args(pairs: list[str], option: str = "--env-arg") -> dict[str, Any]:
+    """KEY=VALUE pairs as a dict, each value parsed as JSON where it is JSON, else kept as text."""
     kwargs: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise _fail(f"--env-arg expects KEY=VALUE, got {pair!r}")
+            raise _fail(f"{option} expects KEY=VALUE, got {pair!r}")
         try:
             kwargs[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -618,6 +619,15 @@ def demo_command(
             metavar="N", min=0, help="tools, support: GRPO plays N more scenarios a step and trains on those of widest reward spread."
         ),
     ] = 0,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="tools, support: any ToolsDemoConfig field as KEY=VALUE (JSON values), e.g. --set temperature=0.7 "
+            "--set grpo_judge=learned; the fields and their meaning: docs/trainer.md#the-tools-demo.",
+        ),
+    ] = None,
 ) -> None:
     """Train the embedded SmolLM2-135M on RagSupport-v0 on CPU and show the held-out reward
     before and after: --task answer (GRPO + LoRA on a shaped answer-only task,
@@ -645,8 +655,11 @@ def demo_command(
             pass_trials=(2 if support else 0) if pass_trials is None else pass_trials,
             oversample=oversample,
             resume=resume,
+            overrides=_parse_env_args(set_ or [], option="--set"),
         )
         return
+    if set_:
+        raise _fail("--set applies to --task tools and support")
     steps, eval_episodes, output_dir = steps or 10, eval_episodes or 32, output_dir or Path("runs/demo")
     if steps < 2:
         raise _fail("--steps must be at least 2 for --task answer (it evaluates halfway)")
@@ -708,26 +721,52 @@ def _tools_demo(
     pass_trials: int = 0,
     oversample: int = 0,
     resume: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> None:
+    from dataclasses import fields
+
     from .trainers.tools_demo import ToolsDemoConfig, describe_episode, run_tools_demo, stage_metric_names
+
+    overrides = overrides or {}
+    named = {
+        "output_dir",
+        "env_id",
+        "sft_episodes",
+        "grpo_steps",
+        "eval_episodes",
+        "seed",
+        "control",
+        "compare_judges",
+        "pass_trials",
+        "oversample",
+        "resume",
+    }
+    unknown = sorted(set(overrides) - {f.name for f in fields(ToolsDemoConfig)})
+    if unknown:
+        raise _fail(f"unknown ToolsDemoConfig field(s) {', '.join(unknown)}; see docs/trainer.md#the-tools-demo")
+    if clash := sorted(set(overrides) & named):
+        raise _fail(f"set {', '.join(clash)} with the demo's own options, not --set")
 
     if not resume and output_dir.exists() and any(output_dir.iterdir()):
         raise _fail(f"{output_dir} is not empty; the demo writes a new run there (choose another --output-dir, or --resume)")
     support = env_id == "CustomerSupport-v0"
-    config = ToolsDemoConfig(
-        output_dir=str(output_dir),
-        env_id=env_id,
-        sft_episodes=sft_episodes,
-        grpo_steps=steps,
-        eval_episodes=eval_episodes,
-        seed=seed,
-        control=control,
-        compare_judges=list(compare or []),
-        pass_trials=pass_trials,
-        oversample=oversample,
-        resume=resume,
-        **({"max_turns": SUPPORT_DEMO_MAX_TURNS} if support else {}),
-    )
+    try:
+        config = ToolsDemoConfig(
+            output_dir=str(output_dir),
+            env_id=env_id,
+            sft_episodes=sft_episodes,
+            grpo_steps=steps,
+            eval_episodes=eval_episodes,
+            seed=seed,
+            control=control,
+            compare_judges=list(compare or []),
+            pass_trials=pass_trials,
+            oversample=oversample,
+            resume=resume,
+            **({"max_turns": SUPPORT_DEMO_MAX_TURNS} if support else {}) | overrides,
+        )
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
     control_text = "control: the SFT adapter continued with SFT for GRPO's training time; " if control else ""
     tools = "look-ups and changes of orders" if support else "search, read"
     pass_text = f"; pass^k from {pass_trials} sampled attempts each (temperature {config.pass_temperature})" if pass_trials else ""
@@ -737,7 +776,9 @@ def _tools_demo(
         f"from the SFT adapter ({steps} steps x {config.scenarios_per_step} scenarios x {config.group_size} episodes"
         + (f", {oversample} more scenarios played a step and the widest-spread kept" if oversample else "")
         + ", train reward "
-        f"{config.grpo_judge}); {control_text}"
+        f"{config.grpo_judge}"
+        + "".join(f", {key} {value}" for key, value in overrides.items() if key != "grpo_judge")
+        + f"); {control_text}"
         f"held-out: {eval_episodes} test scenarios, greedy, reward verifier{pass_text}.",
         markup=False,
         highlight=False,
@@ -829,7 +870,7 @@ def _make_config(
         values["resume"] = True
     if env_arg:
         values["env_kwargs"] = {**values.get("env_kwargs", {}), **_parse_env_args(env_arg)}
-    values.update(_parse_env_args(set_ or []))
+    values.update(_parse_env_args(set_ or [], option="--set"))
     unknown = sorted(set(values) - {f.name for f in fields(cls)})
     if unknown:
         raise _fail(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; see judgegym {command} --show-config")

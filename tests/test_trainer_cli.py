@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -127,3 +128,35 @@ def test_sft_errors_are_one_line(tmp_path, tiny_model):
     assert result.exit_code == 0 and "micro_batch_tokens = 2048" in result.output
     result = runner.invoke(app, ["demo", "--task", "juggle"])
     assert result.exit_code == 2 and "--task must be 'answer', 'tools' or 'support'" in result.output
+
+
+def test_demo_set_reaches_the_tools_demo_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import judgegym.trainers.tools_demo as tools_demo
+
+    seen: list[tools_demo.ToolsDemoConfig] = []
+
+    def fake_run(config: tools_demo.ToolsDemoConfig, **_: object) -> None:
+        seen.append(config)
+        raise ValueError("stopped before training")
+
+    monkeypatch.setattr(tools_demo, "run_tools_demo", fake_run)
+    args = ["demo", "--task", "tools", "--output-dir", str(tmp_path / "d"), "--set", "temperature=0.7", "--set", "grpo_judge=learned"]
+    result = runner.invoke(app, [*args, "--set", "epsilon_high=0.28"])
+    assert result.exit_code == 2 and "stopped before training" in result.output
+    assert (seen[0].temperature, seen[0].grpo_judge, seen[0].epsilon_high) == (0.7, "learned", 0.28)
+    assert "temperature 0.7" in result.output and "epsilon_high 0.28" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--task", "tools", "--set", "temprature=0.7"], "unknown ToolsDemoConfig field(s) temprature"),
+        (["--task", "tools", "--set", "grpo_steps=5"], "set grpo_steps with the demo's own options"),
+        (["--task", "tools", "--set", "temperature"], "--set expects KEY=VALUE"),
+        (["--task", "tools", "--set", "pass_trials_x=1", "--set", "seed=1"], "unknown ToolsDemoConfig field(s) pass_trials_x"),
+        (["--set", "temperature=0.7"], "--set applies to --task tools and support"),
+    ],
+)
+def test_demo_set_rejects_what_it_cannot_apply(args: list[str], message: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--output-dir", str(tmp_path / "d"), *args])
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
