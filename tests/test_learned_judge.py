@@ -670,6 +670,22 @@ def test_learned_ranks_a_grounded_cited_answer_above_gaming_ones():
     assert all(0.0 <= s <= 1.0 for s in scores)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known weakness (docs/trainer.md#the-tools-demo): the rag head pays an abstention that offers escalation more than a "
+    "correct cited answer, even after the agent read the article that answers; GRPO on the learned judge alone learned to abstain "
+    "on 97% of held-out scenarios. Strict, so that the fix makes this test fail until the mark goes.",
+)
+def test_learned_ranks_a_correct_answer_above_abstaining_on_the_article_it_read():
+    answered = rag("The Aurora 2 has a 24-month warranty [aurora-2-warranty].")
+    abstained = rag(
+        "I couldn't find the Aurora 2 in our knowledge base, so I couldn't confirm its warranty. "
+        "I can escalate this to a human support agent if you'd like."
+    )
+    right, false_abstention = (s.score for s in LearnedJudge().score_many([answered, abstained]))
+    assert right > false_abstention
+
+
 def test_no_final_answer_scores_zero():
     truncated = rag("")
     truncated.messages.pop()
