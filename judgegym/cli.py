@@ -725,46 +725,48 @@ def _tools_demo(
 ) -> None:
     from dataclasses import fields
 
-    from .trainers.tools_demo import ToolsDemoConfig, describe_episode, run_tools_demo, stage_metric_names
+    from .trainers.tools_demo import (
+        ToolsDemoConfig,
+        demo_grpo_config,
+        demo_sft_config,
+        describe_episode,
+        run_tools_demo,
+        stage_metric_names,
+    )
 
-    overrides = overrides or {}
-    named = {
-        "output_dir",
-        "env_id",
-        "sft_episodes",
-        "grpo_steps",
-        "eval_episodes",
-        "seed",
-        "control",
-        "compare_judges",
-        "pass_trials",
-        "oversample",
-        "resume",
+    support = env_id == "CustomerSupport-v0"
+    given: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "env_id": env_id,
+        "sft_episodes": sft_episodes,
+        "grpo_steps": steps,
+        "eval_episodes": eval_episodes,
+        "seed": seed,
+        "control": control,
+        "compare_judges": list(compare or []),
+        "pass_trials": pass_trials,
+        "oversample": oversample,
+        "resume": resume,
     }
+    overrides = overrides or {}
+    defaults = ToolsDemoConfig()
     unknown = sorted(set(overrides) - {f.name for f in fields(ToolsDemoConfig)})
     if unknown:
         raise _fail(f"unknown ToolsDemoConfig field(s) {', '.join(unknown)}; see docs/trainer.md#the-tools-demo")
-    if clash := sorted(set(overrides) & named):
+    if clash := sorted(set(overrides) & set(given)):
         raise _fail(f"set {', '.join(clash)} with the demo's own options, not --set")
-
+    for key, value in overrides.items():
+        default = getattr(defaults, key)
+        expected = float if isinstance(default, float) else type(default)
+        if default is not None and not (isinstance(value, expected) or (expected is float and type(value) is int)):
+            raise _fail(f"--set {key} expects a {expected.__name__} (the default is {default!r}), got {value!r}")
     if not resume and output_dir.exists() and any(output_dir.iterdir()):
         raise _fail(f"{output_dir} is not empty; the demo writes a new run there (choose another --output-dir, or --resume)")
-    support = env_id == "CustomerSupport-v0"
     try:
-        config = ToolsDemoConfig(
-            output_dir=str(output_dir),
-            env_id=env_id,
-            sft_episodes=sft_episodes,
-            grpo_steps=steps,
-            eval_episodes=eval_episodes,
-            seed=seed,
-            control=control,
-            compare_judges=list(compare or []),
-            pass_trials=pass_trials,
-            oversample=oversample,
-            resume=resume,
-            **({"max_turns": SUPPORT_DEMO_MAX_TURNS} if support else {}) | overrides,
-        )
+        config = ToolsDemoConfig(**given | ({"max_turns": SUPPORT_DEMO_MAX_TURNS} if support else {}) | overrides)
+        # the stages' own configs check their values now, not after minutes of SFT
+        demo_sft_config(config, output_dir / "sft-data.jsonl", output_dir / "sft")
+        demo_grpo_config(config, config.grpo_judge or "", output_dir / "sft" / "last", output_dir / "grpo")
     except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
     control_text = "control: the SFT adapter continued with SFT for GRPO's training time; " if control else ""

@@ -155,6 +155,9 @@ def test_demo_set_reaches_the_tools_demo_config(monkeypatch: pytest.MonkeyPatch,
         (["--task", "tools", "--set", "temperature"], "--set expects KEY=VALUE"),
         (["--task", "tools", "--set", "pass_trials_x=1", "--set", "seed=1"], "unknown ToolsDemoConfig field(s) pass_trials_x"),
         (["--set", "temperature=0.7"], "--set applies to --task tools and support"),
+        (["--task", "tools", "--set", "temperature=hot"], "--set temperature expects a float (the default is 0.8), got 'hot'"),
+        (["--task", "support", "--set", "temperature=-1"], "temperature must be > 0"),
+        (["--task", "tools", "--set", "sft_epochs=0"], "epochs"),
     ],
 )
 def test_demo_set_rejects_what_it_cannot_apply(args: list[str], message: str, tmp_path: Path) -> None:
