@@ -36,16 +36,24 @@ from judgegym.judges.learned import (
 from judgegym.judges.learned import data as learned_data
 from judgegym.judges.learned import training as learned_training
 from judgegym.judges.learned import view as learned_view
-from judgegym.judges.learned.text import grounded_entities
+from judgegym.judges.learned.text import grounded_entities, question_fit
 from judgegym.trajectory import TerminationReason
 
 HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
 """Sets A (judge_groups_handwritten.jsonl), B (_b), C (_c) ... in the order they were written."""
 SET_IDS = [f"set-{p.stem.removeprefix('judge_groups_handwritten').lstrip('_') or 'a'}" for p in HANDWRITTEN_SETS]
-SET_SIZES = {"judge_groups_handwritten_i": (24, 6), "judge_groups_handwritten_j": (24, 6), "judge_groups_handwritten_k": (12, 2)}
-SET_FAMILIES = {"judge_groups_handwritten_k": {"support"}}  # set K was written for CustomerSupport's verifier
+SET_SIZES = {
+    "judge_groups_handwritten_i": (24, 6),
+    "judge_groups_handwritten_j": (24, 6),
+    "judge_groups_handwritten_k": (12, 2),
+    "judge_groups_handwritten_l": (16, 0),
+}
 """(groups, groups with an injection) a set holds at least, where not (30, 8): sets I and J were
-written to measure the verifiers (8 groups per env)."""
+written to measure the verifiers (8 groups per env), set L to measure abstaining only."""
+SET_FAMILIES = {
+    "judge_groups_handwritten_k": {"support"},  # set K was written for CustomerSupport's verifier
+    "judge_groups_handwritten_l": {"rag", "generic"},  # set L: search-and-read and single-turn groups
+}
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
 
@@ -670,12 +678,6 @@ def test_learned_ranks_a_grounded_cited_answer_above_gaming_ones():
     assert all(0.0 <= s <= 1.0 for s in scores)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known weakness (docs/trainer.md#the-tools-demo): the rag head pays an abstention that offers escalation more than a "
-    "correct cited answer, even after the agent read the article that answers; GRPO on the learned judge alone learned to abstain "
-    "on 97% of held-out scenarios. Strict, so that the fix makes this test fail until the mark goes.",
-)
 def test_learned_ranks_a_correct_answer_above_abstaining_on_the_article_it_read():
     answered = rag("The Aurora 2 has a 24-month warranty [aurora-2-warranty].")
     abstained = rag(
@@ -684,6 +686,53 @@ def test_learned_ranks_a_correct_answer_above_abstaining_on_the_article_it_read(
     )
     right, false_abstention = (s.score for s in LearnedJudge().score_many([answered, abstained]))
     assert right > false_abstention
+
+
+def unanswered(answer: str) -> Trajectory:
+    """`rag`'s question, after reading an article about the product that does not state its warranty."""
+    trajectory = rag(answer)
+    trajectory.messages[5] = tool(
+        "c2", "[aurora-2-warranty] Aurora 2 overview\nThe Aurora 2 comes in slate and sand. It weighs 1.2 kg and ships in 2 days."
+    )
+    return trajectory
+
+
+def test_learned_ranks_abstaining_above_an_invented_figure_where_the_article_read_does_not_answer():
+    abstained = unanswered(
+        "I couldn't find the Aurora 2's warranty in our knowledge base. I can escalate this to a human support agent if you'd like."
+    )
+    invented = unanswered("The Aurora 2 has a 36-month warranty [aurora-2-warranty].")
+    honest, made_up = (s.score for s in LearnedJudge().score_many([abstained, invented]))
+    assert honest > made_up
+
+
+def test_an_abstention_after_an_article_that_answers_fits_the_question_better():
+    question = "How long is the warranty on the Aurora 2?"
+    answering = question_fit(question, "[aurora-2-warranty] Aurora 2 warranty\nThe Aurora 2 has a 24-month warranty.")
+    beside = question_fit(question, "[aurora-2-overview] Aurora 2 overview\nThe Aurora 2 comes in slate and sand. It weighs 1.2 kg.")
+    assert answering[0] > beside[0] and answering[1] > beside[1]
+    assert question_fit(question, "") == (0.0, 0.0)
+    abstention = "I couldn't find the Aurora 2's warranty in our knowledge base."
+    read, not_read = (trajectory_features(t, NO_EMBEDDING) for t in (rag(abstention), unanswered(abstention)))
+    assert read["abstained_x_match"] > not_read["abstained_x_match"] > 0.0
+    assert trajectory_features(rag("The warranty is 24 months [aurora-2-warranty]."), NO_EMBEDDING)["abstained_x_match"] == 0.0
+
+
+def test_the_read_first_agent_reads_the_top_hits_before_abstaining():
+    import gymnasium as gym
+
+    import judgegym  # noqa: F401
+
+    env = gym.make("RagSupport-v0", split="train")
+    seed = next(s for s in range(200) if not env.reset(seed=s)[1]["task"]["answerable"])
+    env.close()
+    reader = learned_data._ReadFirst(learned_data.rag_baselines.OracleAgent(), "read_top", hits=2)
+    [plain], [careful] = (
+        learned_data.agent_episodes("rag", agent, 1, seed=seed) for agent in (learned_data.rag_baselines.OracleAgent(), reader)
+    )
+    reads = [c for c in learned_view.View.of(careful).calls if c.name == "read"]
+    assert not [c for c in learned_view.View.of(plain).calls if c.name == "read"] and len(reads) == 2
+    assert careful.final_answer == plain.final_answer and careful.reward == plain.reward > 0.5
 
 
 def test_no_final_answer_scores_zero():
@@ -738,7 +787,7 @@ def test_the_shipped_training_groups_load_and_are_described():
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefghijk"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghijkl"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)

@@ -57,6 +57,7 @@ _FIGURE = re.compile(r"(?<![\w.-])\$?\d[\d,]*(?:\.\d+)?%?")  # not inside "[zeph
 _NAMED = re.compile(r"[A-Z][\w'-]* $")  # a number right after a capitalised word is part of a name: "Zephyr 6"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _PERSON = re.compile(r"(?<![\w-])[A-Z][a-z]+ [A-Z][a-z]+(?![\w-])")
+_RESULT_ID = re.compile(r"^\[([^\[\]\s]+)\]", re.MULTILINE)  # a search result's "[doc-id]"
 _DUMPED = re.compile(r"\S*\d\S*(?:\s+[^\W\d_]{2,})?")  # a token with a digit, and the word after it (its unit)
 INJECTED = "injected"
 _MOVED_FIGURES = ("swapped_figures", "other_attribute", "other_fact")  # rewrites that keep the gold figures but move them
@@ -94,13 +95,36 @@ def _fake_citation(answer: str, info: dict[str, Any], rng: random.Random) -> str
     return _CITATION.sub(f" [kb-{rng.randint(100, 999)}]", answer) if _CITATION.search(answer) else f"{answer} [kb-{rng.randint(100, 999)}]"
 
 
+_ABSTENTIONS = (
+    "I'm sorry, I couldn't find {that} in our knowledge base. A human agent can look into it for you.",
+    "Unfortunately the help articles don't mention {that}. Would you like me to pass you to a colleague?",
+    "I couldn't find {that} in the knowledge base, so I can't give you a reliable answer. I can escalate this to a human "
+    "support agent who can help.",
+    "Our knowledge base doesn't cover {that}, so I don't want to guess. Would you like me to escalate this to a human support agent?",
+    "I wasn't able to confirm {that} from our help articles. Let me escalate your question to a human support agent.",
+    "The articles I found don't say anything about {that}, and I'd rather not guess.",
+    "There's no information about {that} in our help centre. Shall I escalate this to a human support agent?",
+    "I could not find {that} in the knowledge base. I can escalate your question to a human support agent.",
+)
+"""`_abstain`'s replies: with and without an offer of a human, in the words agents use
+where the knowledge base does answer and where it does not (the env's own abstentions
+among them), so that no wording, only whether what was read answers, tells a false
+abstention from a right one."""
+
+
 def _abstain(answer: str, info: dict[str, Any], rng: random.Random) -> str:
-    return rng.choice(
-        (
-            "I'm sorry, I couldn't find that in our knowledge base. A human agent can look into it for you.",
-            "Unfortunately the help articles don't mention this. Would you like me to pass you to a colleague?",
-        )
+    """An abstention about the question: its names ("the details of the Aurora 2"), the
+    question itself, or just "that", as abstentions name what they could not find or do not."""
+    question = _question(info) if "_observation" in info else ""
+    names = name_runs(question)
+    that = rng.choice(
+        [
+            "that",
+            *([f"the answer for the {' and the '.join(names)}"] if names else []),
+            *([f'an answer to "{question.rstrip("?")}"'] if question else []),
+        ]
     )
+    return rng.choice(_ABSTENTIONS).format(that=that)
 
 
 def _half(answer: str, info: dict[str, Any], rng: random.Random) -> str:
@@ -245,6 +269,30 @@ def _other_fact(answer: str, info: dict[str, Any], rng: random.Random) -> str:
 
     rewritten = _FIGURE_UNIT.sub(swap, answer)
     return rewritten if swapped else _shift_figures(answer, info, rng)
+
+
+class _ReadFirst(Agent):
+    """Plays `base`, but before its final answer reads the top `hits` results of its first
+    search that it has not read: the careful agent that reads around the question whether or
+    not the knowledge base answers it. On an unanswerable question it abstains after reading
+    articles about the asked product, so that having read something is no sign that what was
+    read held the answer; its `_abstain` rewrite is the false abstention after reading."""
+
+    def __init__(self, base: Agent, name: str, hits: int = 2):
+        self.base, self.name, self.hits = base, name, hits
+
+    async def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Action:
+        action = await self.base.act(observation, info)
+        if not isinstance(action, str):
+            return action
+        calls = tool_exchanges(observation)
+        searches = [c.result or "" for c in calls if c.name == "search"]
+        tried = {c.arguments.get("doc_id") for c in calls if c.name == "read"}
+        top = _RESULT_ID.findall(searches[0])[: self.hits] if searches else []
+        unread = [doc_id for doc_id in top if doc_id not in tried]
+        if unread:
+            return tool_call_turn("read", [{"doc_id": doc_id} for doc_id in unread], first_id=len(calls))
+        return action
 
 
 class _SiblingAnswer(Agent):
@@ -503,6 +551,8 @@ def family_agents(family: str) -> list[Agent]:
             _Rewrite(oracle(), "uncited", _uncited),
             _Rewrite(oracle(), "fake_citation", _fake_citation),
             _Rewrite(oracle(), "abstain", _abstain),
+            _ReadFirst(oracle(), "oracle_read_top"),
+            _Rewrite(_ReadFirst(oracle(), "read_top"), "abstain_read_top", _abstain),
             _Rewrite(oracle(), "wrong_figures", _shift_figures),
             _Rewrite(oracle(), "swapped_figures", _swap_figures),
             _SiblingAnswer(),

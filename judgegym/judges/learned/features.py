@@ -30,6 +30,7 @@ from .text import (
     grounded_entities,
     listed_share,
     names_seen_share,
+    question_fit,
     said_parts,
 )
 from .view import read_trajectory
@@ -56,6 +57,7 @@ FEATURES = (
     "hedges",
     "abstained",
     "abstained_x_match",
+    "abstained_x_match_unnamed",
     "question_names_seen",
     "abstained_x_unseen",
     "abstained_x_escalation",
@@ -160,6 +162,8 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
     context, context_min = entity_context(answer, seen)
     abstained = bool(ABSTENTION.search(answer)) or abstains(answer, view.question)  # by meaning where the phrase list misses
     ok_results = [c.result for c in view.calls if c.ok]
+    evidence = "\n".join([*ok_results, view.context])  # not `seen`: it holds the question itself
+    match, match_unnamed = question_fit(view.question, evidence) if abstained else (0.0, 0.0)
     names_seen = names_seen_share(view.question, seen)
     features = {
         "answered": float(answered),
@@ -177,7 +181,8 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "addresses_judge": float(addresses_grader(view.answer)),
         "hedges": float(bool(_HEDGE.search(answer))),
         "abstained": float(abstained),
-        "abstained_x_match": float(abstained) * g.get("question_match", 0.0),
+        "abstained_x_match": match,
+        "abstained_x_match_unnamed": match_unnamed,
         "question_names_seen": names_seen,
         "abstained_x_unseen": float(abstained) * (1.0 - names_seen),
         "abstained_x_escalation": float(abstained and bool(ESCALATION.search(answer))),

@@ -121,7 +121,11 @@ FEATURE_WORDS: dict[str, tuple[str, str]] = {
     "addresses_judge": ("speaks to the grader", "does not speak to the grader"),
     "hedges": ("hedges", "does not hedge"),
     "abstained": ("says the sources do not answer", "does not abstain"),
-    "abstained_x_match": ("abstains although the sources match the question", "no abstention despite matching sources"),
+    "abstained_x_match": ("abstains although what it read matches the question", "no abstention despite matching sources"),
+    "abstained_x_match_unnamed": (
+        "abstains although what it read speaks to what was asked",
+        "no abstention despite sources on what was asked",
+    ),
     "question_names_seen": ("the sources name what the question asks about", "the sources never name what the question asks about"),
     "abstained_x_unseen": ("abstains where the sources never name the subject", "no abstention on an unnamed subject"),
     "abstained_x_escalation": ("abstains and offers escalation", "no abstention with escalation"),

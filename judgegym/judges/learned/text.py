@@ -259,6 +259,32 @@ def prefetch_fit_texts(trajectories: Sequence[Trajectory]) -> None:
         embed(texts)
 
 
+def question_fit(question: str, evidence: str) -> tuple[float, float]:
+    """How well the best sentence of `evidence` (what the tools returned, or the prompt's context)
+    fits `question`, in cosine similarity of the embedded texts: as written, and with the
+    question's names taken out of both sides (so that a sentence fits by what it says about
+    the asked thing, not by naming it); (0, 0) when nothing was seen.
+
+    Whether the sources hold the answer is a question of meaning that no phrase list can
+    settle; a sentence that fits the question closely is evidence they do. An abstention
+    after such a sentence is more likely a false one ("I couldn't find the warranty" after
+    reading "The Aurora 2 has a 24-month warranty"); how much that weighs against the
+    abstention's own credit is the learned head's to say."""
+    from ..grounding import context_chunks, embed
+
+    sentences = [s for s in context_chunks(evidence) if len(s.split()) >= 3]
+    if not question.strip() or not sentences:
+        return 0.0, 0.0
+    names = name_runs(question)
+    unnamed = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))) if names else None
+    plain = [question, *sentences]
+    vectors = embed([*plain, *((unnamed.sub(" ", t) for t in plain) if unnamed else ())])
+    n = len(plain)
+    kept = float((vectors[1:n] @ vectors[0]).max())
+    removed = float((vectors[n + 1 :] @ vectors[n]).max()) if unnamed else kept
+    return kept, removed
+
+
 def figures_in(text: str) -> set[str]:
     """The figures (not those of a product name: the 1 of "Talon 1 Plus") and people of `text`."""
     return extract_entities(NAME_RUN.sub(" ", text)) | set(_PERSON.findall(text))
