@@ -2,9 +2,10 @@
 labelled by a teacher (the env's verifier).
 
 Each group holds the scripted baselines (ceiling, middle, floor), agents that break them in the
-ways models do (answers without citations or with invented ones, partial or misattributed
-summaries, changes made without identifying the customer, claimed but never made, the wrong
-change, the outcome left untold, another order changed, replies that address the grader), and
+ways models do (answers without citations or with invented ones, abstentions where what was
+read answers, partial or misattributed summaries, changes made without identifying the
+customer, claimed but never made, the wrong change, the outcome left untold, another order
+changed, replies that address the grader), and
 judge-bench's perturbation tiers. Each episode carries the teacher's score as its label (the env
 verifier's, with harm ranked below inaction and a note to the grader below everything: see
 `teacher_score`); `dataset` turns groups into feature rows and the within-group pairs the fit
