@@ -47,12 +47,14 @@ SET_SIZES = {
     "judge_groups_handwritten_j": (24, 6),
     "judge_groups_handwritten_k": (12, 2),
     "judge_groups_handwritten_l": (16, 0),
+    "judge_groups_handwritten_m": (18, 6),
 }
 """(groups, groups with an injection) a set holds at least, where not (30, 8): sets I and J were
 written to measure the verifiers (8 groups per env), set L to measure abstaining only."""
 SET_FAMILIES = {
     "judge_groups_handwritten_k": {"support"},  # set K was written for CustomerSupport's verifier
     "judge_groups_handwritten_l": {"rag", "generic"},  # set L: search-and-read and single-turn groups
+    "judge_groups_handwritten_m": {"rag", "generic"},  # set M: invented worlds, search-and-read and single-turn
 }
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
@@ -787,7 +789,7 @@ def test_the_shipped_training_groups_load_and_are_described():
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefghijkl"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghijklm"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)
