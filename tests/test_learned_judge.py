@@ -782,7 +782,7 @@ def test_judge_reward_takes_the_learned_spec():
 
 def test_the_shipped_training_groups_load_and_are_described():
     files = sorted(learned_training.HANDWRITTEN_GROUPS.glob("*.jsonl"))
-    assert [f.stem for f in files] == ["invented_tools", "single_turn"]
+    assert [f.stem for f in files] == ["invented_tools", "invented_tools_2", "single_turn", "single_turn_2"]
     assert all(f.with_suffix(".md").is_file() for f in files)
     groups = learned_training.handwritten_groups()
     assert len(groups) >= 40 and all(0.0 <= t.info["teacher"] <= 1.0 for g in groups for t in g.trajectories)
@@ -858,6 +858,49 @@ def test_the_training_cache_gives_back_the_same_data(tmp_path):
     assert np.array_equal(first.x, second.x) and np.array_equal(first.pairs, second.pairs)
 
 
+def _conflicting_groups(n_generated: int, n_written: int) -> tuple[learned_data.Dataset, np.ndarray]:
+    """Groups of 4 rows where the generated ones rank by one free feature against another and
+    the hand-labelled ones the other way round."""
+    rng = np.random.default_rng(0)
+    a, b = FEATURES.index("log_words"), FEATURES.index("entities")
+    xs, ys, pairs, groups = [], [], [], []
+    for g in range(n_generated + n_written):
+        teacher = rng.permutation(4) / 3
+        x = np.zeros((4, len(FEATURES)))
+        x[:, [a, b]] = rng.normal(0, 0.1, (4, 2))
+        lead, other = (a, b) if g < n_generated else (b, a)
+        x[:, lead] += teacher
+        x[:, other] -= teacher
+        start = 4 * g
+        pairs += [(start + i, start + j) for i in range(4) for j in range(4) if teacher[i] > teacher[j]]
+        xs.append(x)
+        ys.append(teacher)
+        groups += [g] * 4
+    data = learned_data.Dataset(
+        x=np.concatenate(xs),
+        y=np.concatenate(ys),
+        pairs=np.array(pairs),
+        weights=np.ones(len(pairs)),
+        ties=np.zeros((0, 2), dtype=int),
+        group=np.array(groups),
+    )
+    return data, np.arange(n_generated + n_written) >= n_generated
+
+
+def test_the_handwritten_weight_is_chosen_by_agreement_on_unseen_groups_of_both_kinds():
+    data, is_written = _conflicting_groups(40, 10)
+    weight, agreement = learned_training.choose_handwritten_weight(data, is_written, candidates=(1.0, 16.0), folds=5)
+    (written_1, generated_1), (written_16, generated_16) = agreement[1.0], agreement[16.0]
+    assert written_1 < 0.5 < written_16 and generated_16 < 0.5 < generated_1  # the trade the weight makes, measured unseen
+    assert weight == max(agreement, key=lambda w: (sum(agreement[w]), -w))
+    head = learned_training.fit_head(data, group_weights=np.where(is_written, 16.0, 1.0))
+    generated_only = learned_training.fit_head(data)
+    written_rows = np.repeat(is_written, 4)
+    best = data.y[written_rows].reshape(-1, 4).argmax(axis=1)
+    hits = [(h.logit(data.x[written_rows]).reshape(-1, 4).argmax(axis=1) == best).mean() for h in (head, generated_only)]
+    assert hits[0] > hits[1]
+
+
 @pytest.mark.slow
 def test_a_small_retrained_judge_beats_the_untrained_one_on_test_split_groups():
     heads = {}
@@ -916,6 +959,7 @@ def test_a_refit_keeps_the_heads_it_is_told_to_keep(monkeypatch, tmp_path):
     [group] = learned_training.handwritten_groups(folder)
     assert [t.info["teacher"] for t in group.trajectories] == [1.0, 0.25, 0.0]
     heads, summary = learned_training.train(1, perturbation=0, keep=keep, handwritten=folder, log=lambda _: None)
-    assert summary["handwritten"]["pairs"] == 3
+    assert summary["handwritten-generic"]["pairs"] == 3
+    assert summary["handwritten_weight"] == {"generic": 1.0}, "one group is too few to choose a weight by cross-validation"
     with pytest.raises(SystemExit):
         learned_training.main(["train", "--keep", "nonsense"])

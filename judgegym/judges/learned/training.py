@@ -112,6 +112,7 @@ def fit_head(
     tie: float = 0.0,
     signs: bool = True,
     features: Sequence[str] = FEATURES,
+    group_weights: np.ndarray | None = None,
 ) -> Head:
     """The head minimising the weighted pairwise logistic loss, plus `calibration` times the
     cross-entropy of its score against the teacher, plus `tie` times the squared logit gap of
@@ -119,7 +120,8 @@ def fit_head(
     its side of `SIGNS` (unless `signs` is false) and the weights of features not in
     `features` at 0. Every group weighs the
     same: its pairs' weights are scaled to one group's share, so a group of 14 agents (91
-    pairs) counts no more than a perturbation group of 8 (28 pairs)."""
+    pairs) counts no more than a perturbation group of 8 (28 pairs); `group_weights` (one
+    per group of `data.group`) weighs some groups more than others."""
     mean = data.x.mean(axis=0)
     scale = data.x.std(axis=0)
     scale[scale < 1e-6] = 1.0
@@ -127,6 +129,8 @@ def fit_head(
     better, worse = data.pairs[:, 0], data.pairs[:, 1]
     of_group = data.group[better]
     weights = data.weights / np.bincount(of_group, weights=data.weights)[of_group]  # each group sums to 1
+    if group_weights is not None:
+        weights = weights * np.asarray(group_weights, dtype=float)[of_group]
     total = weights.sum() or 1.0
 
     def loss(params: np.ndarray) -> tuple[float, np.ndarray]:
@@ -223,15 +227,23 @@ def train(
     cache: str | Path | None = None,
     keep: dict[str, Head] | None = None,
     handwritten: str | Path | None = HANDWRITTEN_GROUPS,
+    handwritten_weight: float | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[dict[str, Head], dict[str, Any]]:
-    """Build the train-split groups of every family and fit the heads (and the generic one
-    on all of them, the `handwritten_groups` of the folder `handwritten` too, unless None).
+    """Build the train-split groups of every family and fit the heads: each family's on its
+    env's groups (and, for a head in `HANDWRITTEN_HEADS`, the `handwritten_groups` of the
+    folder `handwritten` that `family_of` gives to it), the generic one on all of them, the
+    envs' groups retold in the single-turn format and every hand-labelled group (unless
+    `handwritten` is None).
     Returns the heads and a summary (groups, pairs, train pairwise accuracy).
+    `handwritten_weight`: how much each hand-labelled group weighs in a head's fit against
+    one generated group; None chooses it per head from `HANDWRITTEN_WEIGHTS` by
+    `choose_handwritten_weight` (cross-validation on unseen hand-labelled and generated groups).
     `keep`: heads taken as they are instead of fitted (a refit of the others only).
     With `cache` (a folder), each family's played groups and their grounding scores (the
     slow part: the episodes and the embeddings) are kept there, keyed by the data settings,
-    so a refit, or a change to the features, takes about a minute."""
+    so a refit, or a change to the features, skips playing them (the features are computed
+    again: about 9 minutes on 2 cores, against 12.5 from nothing)."""
     datasets: dict[str, Dataset] = {}
     retold: list[Group] = []
     for family in ENVS:
@@ -245,37 +257,137 @@ def train(
         started = time.perf_counter()
         datasets["single-turn"] = dataset(retold)
         log(f"single-turn: {len(retold)} groups, {len(datasets['single-turn'].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
-    written = handwritten_groups(handwritten) if handwritten is not None else []
-    if written:  # the generic head also learns worlds no env generates
+    written: dict[str, list[Group]] = {}
+    for group in handwritten_groups(handwritten) if handwritten is not None else []:
+        written.setdefault(family_of(group.trajectories[0]), []).append(group)
+    for family, groups in sorted(written.items()):  # worlds no env generates: their family's head and the generic one learn them
         started = time.perf_counter()
-        datasets["handwritten"] = dataset(written)
-        log(f"handwritten: {len(written)} groups, {len(datasets['handwritten'].pairs)} pairs ({time.perf_counter() - started:.0f} s)")
-    offsets = np.cumsum([0, *(len(d.x) for d in datasets.values())])
-    pooled = Dataset(
-        x=np.concatenate([d.x for d in datasets.values()]),
-        y=np.concatenate([d.y for d in datasets.values()]),
-        pairs=np.concatenate([d.pairs + offset for d, offset in zip(datasets.values(), offsets, strict=False)]),
-        weights=np.concatenate([d.weights for d in datasets.values()]),
-        ties=np.concatenate([d.ties + offset for d, offset in zip(datasets.values(), offsets, strict=False)]),
-        group=np.concatenate(
-            [
-                d.group + shift
-                for d, shift in zip(datasets.values(), np.cumsum([0, *(d.group.max() + 1 for d in datasets.values())]), strict=False)
-            ]
-        ),
-    )
+        datasets[f"handwritten-{family}"] = part = dataset(groups)
+        log(f"handwritten ({family}): {len(groups)} groups, {len(part.pairs)} pairs ({time.perf_counter() - started:.0f} s)")
     keep = keep or {}
-    heads = {
-        family: keep.get(family) or fit_head(d, l2=l2, calibration=calibration, tie=tie, features=FAMILY_FEATURES[family])
-        for family, d in datasets.items()
-        if family in FAMILY_FEATURES
-    }
-    heads["generic"] = keep.get("generic") or fit_head(pooled, l2=l2, calibration=calibration, tie=tie)
-    summary = {
-        family: {"pairs": len(d.pairs), "ties": len(d.ties), "train_pairwise": _pairwise(heads.get(family, heads["generic"]), d)}
-        for family, d in {**datasets, "generic": pooled}.items()
-    }
+    heads: dict[str, Head] = {}
+    summary: dict[str, Any] = {}
+    for family in [*(f for f in FAMILY_FEATURES if f in datasets), "generic"]:
+        own = [
+            name
+            for name in datasets
+            if family == "generic" or name == family or (family in HANDWRITTEN_HEADS and name == f"handwritten-{family}")
+        ]
+        data = _concat([datasets[name] for name in own])
+        if family in keep:
+            heads[family] = keep[family]
+        else:
+            fit = {"l2": l2, "calibration": calibration, "tie": tie, "features": FAMILY_FEATURES.get(family, FEATURES)}
+            is_written = np.zeros(int(data.group.max()) + 1, dtype=bool)
+            written_rows = np.concatenate([np.full(len(datasets[name].x), name.startswith("handwritten")) for name in own])
+            is_written[np.unique(data.group[written_rows])] = True
+            weight = 1.0
+            if is_written.any():
+                weight = handwritten_weight
+                if weight is None and is_written.sum() < _CV_LEAST:
+                    weight = 1.0  # too few to tell one weight from another: counted as generated groups are
+                if weight is None:
+                    started = time.perf_counter()
+                    weight, folds = choose_handwritten_weight(data, is_written, seed=seed, **fit)
+                    summary.setdefault("handwritten_cv", {})[family] = folds
+                    log(
+                        f"{family} head, weight of a hand-labelled group: "
+                        + ", ".join(f"{w:g} -> {a:.3f} / {g:.3f}" for w, (a, g) in folds.items())
+                        + f" (pairwise agreement on unseen hand-labelled / generated groups, {_CV_FOLDS} folds): {weight:g}"
+                        + f" ({time.perf_counter() - started:.0f} s)"
+                    )
+                summary.setdefault("handwritten_weight", {})[family] = weight
+            heads[family] = fit_head(data, group_weights=np.where(is_written, weight, 1.0), **fit)
+    for name, data in {**datasets, "generic": _concat(list(datasets.values()))}.items():
+        head = heads.get(name) or heads["generic"]
+        summary[name] = {"pairs": len(data.pairs), "ties": len(data.ties), "train_pairwise": _pairwise(head, data)}
     return heads, summary
+
+
+def _concat(parts: Sequence[Dataset]) -> Dataset:
+    """`parts` as one dataset: rows, pairs and ties re-indexed, groups numbered apart."""
+    rows = np.cumsum([0, *(len(d.x) for d in parts)])
+    groups = np.cumsum([0, *(int(d.group.max()) + 1 for d in parts)])
+    return Dataset(
+        x=np.concatenate([d.x for d in parts]),
+        y=np.concatenate([d.y for d in parts]),
+        pairs=np.concatenate([d.pairs + offset for d, offset in zip(parts, rows, strict=False)]),
+        weights=np.concatenate([d.weights for d in parts]),
+        ties=np.concatenate([d.ties + offset for d, offset in zip(parts, rows, strict=False)]),
+        group=np.concatenate([d.group + shift for d, shift in zip(parts, groups, strict=False)]),
+    )
+
+
+HANDWRITTEN_HEADS = ("generic",)
+"""The heads the hand-labelled groups train, besides none of the envs' family heads. The rag
+head scores search-and-read knowledge bases of any world, so the 29 such groups would seem
+to belong to it too; but fitted on them (at any weight from 1), it ranks a false abstention
+on the article the agent read above the correct cited answer again
+(`test_learned_ranks_a_correct_answer_above_abstaining_on_the_article_it_read`): their true
+abstentions rank first where no feature can tell that the articles do not answer, so the head
+learns to pay abstaining, the reward hack GRPO found on the tenth version. The rag head is
+the envs' training reward, so it stays fitted on the envs' groups alone."""
+
+HANDWRITTEN_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+"""The weights `train` chooses among for each hand-labelled group in the generic head's fit."""
+
+_CV_FOLDS = 5
+_CV_LEAST = 2 * _CV_FOLDS
+"""A head with fewer hand-labelled groups than this weighs them as generated groups (1):
+with one group or none a fold, the held-out agreement is a pair or two's luck."""
+
+
+def choose_handwritten_weight(
+    pooled: Dataset,
+    is_written: np.ndarray,
+    *,
+    candidates: Sequence[float] = HANDWRITTEN_WEIGHTS,
+    folds: int = _CV_FOLDS,
+    seed: int = 0,
+    **fit: Any,
+) -> tuple[float, dict[float, tuple[float, float]]]:
+    """The weight of a hand-labelled group (`is_written`, by group of `pooled`) with which a
+    head ranks best the groups its fit did not see, hand-labelled and generated alike: both
+    kinds of group are dealt into `folds` folds (seeded); for each candidate, the head is
+    fitted on everything but one fold and scored by pairwise agreement on that fold's
+    hand-labelled groups and, apart, on its generated ones, each pooled over the folds.
+    Returns the candidate with the best mean of the two (the smallest of equals) and every
+    candidate's (hand-labelled, generated) agreement. The mean weighs the worlds the envs do
+    not generate as much as the envs' own, so a weight that buys the first with the second
+    is not chosen."""
+    rng = np.random.default_rng(seed)
+    fold_of = np.zeros(len(is_written), dtype=int)
+    for kind in (np.flatnonzero(is_written), np.flatnonzero(~is_written)):
+        fold_of[rng.permutation(kind)] = np.arange(len(kind)) % folds
+    agreement: dict[float, tuple[float, float]] = {}
+    for weight in candidates:
+        credit, total = np.zeros(2), np.zeros(2)
+        for fold in range(folds):
+            held = fold_of[pooled.group] == fold
+            head = fit_head(_rows(pooled, ~held), group_weights=np.where(is_written, weight, 1.0), **fit)
+            for k, rows in enumerate((held & is_written[pooled.group], held & ~is_written[pooled.group])):
+                part = _rows(pooled, rows)
+                n = part.weights.sum()
+                if n:
+                    credit[k] += _pairwise(head, part) * n
+                    total[k] += n
+        agreement[float(weight)] = (float(credit[0] / max(total[0], 1e-9)), float(credit[1] / max(total[1], 1e-9)))
+    best = max(sum(a) for a in agreement.values())
+    return min(w for w, a in agreement.items() if sum(a) >= best - 1e-9), agreement
+
+
+def _rows(data: Dataset, keep: np.ndarray) -> Dataset:
+    """`data` restricted to the rows where `keep` is true, with the pairs and ties among them
+    (group ids unchanged)."""
+    new = np.cumsum(keep) - 1
+
+    def among(index: np.ndarray) -> np.ndarray:
+        inside = keep[index[:, 0]] & keep[index[:, 1]] if len(index) else np.zeros(0, dtype=bool)
+        return new[index[inside]].reshape(-1, 2), inside
+
+    pairs, inside = among(data.pairs)
+    ties, _ = among(data.ties)
+    return Dataset(x=data.x[keep], y=data.y[keep], pairs=pairs, weights=data.weights[inside], ties=ties, group=data.group[keep])
 
 
 def _pairwise(head: Head, data: Dataset) -> float:
@@ -372,6 +484,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="a folder of hand-labelled group files the generic head also learns from (default: the shipped ones; '' for none)",
     )
+    train_cmd.add_argument(
+        "--handwritten-weight",
+        type=float,
+        metavar="W",
+        help="weight of each hand-labelled group in the generic head's fit (default: chosen by cross-validation over them)",
+    )
     eval_cmd = commands.add_parser("eval", help="judge-bench on held-out groups")
     eval_cmd.add_argument("--weights", default=str(WEIGHTS_PATH))
     eval_cmd.add_argument("--groups", action="append", default=[], help="a labelled-group JSONL file (repeatable)")
@@ -399,6 +517,7 @@ def _run(args: argparse.Namespace) -> int:
             cache=args.cache,
             keep={family: head for family, head in load_heads(args.out).items() if family in args.keep} if args.keep else None,
             handwritten=args.handwritten or None,
+            handwritten_weight=args.handwritten_weight,
         )
         meta = {
             "scenarios_per_env": args.scenarios,
@@ -410,6 +529,8 @@ def _run(args: argparse.Namespace) -> int:
             "split": "train",
             "single_turn_families": list(SINGLE_TURN_FAMILIES),
             "handwritten": sorted(p.name for p in Path(args.handwritten).glob("*.jsonl")) if args.handwritten else [],
+            **({"handwritten_weight": summary["handwritten_weight"]} if "handwritten_weight" in summary else {}),
+            **({"handwritten_cv": summary["handwritten_cv"]} if "handwritten_cv" in summary else {}),
             **({"kept_heads": sorted(args.keep)} if args.keep else {}),
         }
         path = save_heads(heads, args.out, meta=meta)
@@ -447,7 +568,10 @@ if __name__ == "__main__":
 
 __all__ = [
     "HANDWRITTEN_GROUPS",
+    "HANDWRITTEN_HEADS",
+    "HANDWRITTEN_WEIGHTS",
     "SIGNS",
+    "choose_handwritten_weight",
     "evaluate",
     "fit_head",
     "handwritten_groups",
