@@ -963,3 +963,6 @@ def test_a_refit_keeps_the_heads_it_is_told_to_keep(monkeypatch, tmp_path):
     assert summary["handwritten_weight"] == {"generic": 1.0}, "one group is too few to choose a weight by cross-validation"
     with pytest.raises(SystemExit):
         learned_training.main(["train", "--keep", "nonsense"])
+    for weight in ("0", "-2", "nan", "heavy"):
+        with pytest.raises(SystemExit):
+            learned_training.main(["train", "--handwritten-weight", weight])

@@ -486,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     train_cmd.add_argument(
         "--handwritten-weight",
-        type=float,
+        type=_positive,
         metavar="W",
         help="weight of each hand-labelled group in the generic head's fit (default: chosen by cross-validation over them)",
     )
@@ -503,6 +503,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except (OSError, ValueError) as error:  # a missing or malformed file: the message says which
         parser.exit(2, f"error: {error}\n")
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"{text!r}: a weight must be a number above 0")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:
