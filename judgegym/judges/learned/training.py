@@ -260,7 +260,7 @@ def train(
     written: dict[str, list[Group]] = {}
     for group in handwritten_groups(handwritten) if handwritten is not None else []:
         written.setdefault(family_of(group.trajectories[0]), []).append(group)
-    for family, groups in sorted(written.items()):  # worlds no env generates: their family's head and the generic one learn them
+    for family, groups in sorted(written.items()):  # worlds no env generates: the generic head (and those in HANDWRITTEN_HEADS) learn them
         started = time.perf_counter()
         datasets[f"handwritten-{family}"] = part = dataset(groups)
         log(f"handwritten ({family}): {len(groups)} groups, {len(part.pairs)} pairs ({time.perf_counter() - started:.0f} s)")
