@@ -410,3 +410,26 @@ def test_amounts_are_figures_written_as_money_in_any_currency_sign_or_code():
 
     text = "Refund $587.96 (66.8%), or 84.50 USD, CHF 12, 12.50 €, ¥3,000; order O-1033, 3 items."
     assert amounts(text) == {"num:587.96", "num:84.5", "num:12", "num:12.5", "num:3000"}
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [("12,50 €", "12.5"), ("€12,50.", "12.5"), ("EUR 1.234,50", "1234.5"), ("1 234,50 EUR", "1234.5"), ("CHF 0,95", "0.95")],
+)
+def test_money_with_a_decimal_comma_is_the_same_figure(text, number):
+    from judgegym.judges.facts import amounts
+
+    assert extract_entities(text) == amounts(text) == {f"num:{number}"}
+    assert fact_present(f"€{number}", f"The ticket costs {text}")
+
+
+@pytest.mark.parametrize(("text", "numbers"), [("1,250 €", {"1250"}), ("€1,299.00", {"1299"}), ("sizes 10,12 and 14", {"10", "14"})])
+def test_a_comma_away_from_money_or_before_three_digits_is_not_a_decimal_comma(text, numbers):
+    assert extract_entities(text) == {f"num:{n}" for n in numbers}
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(euros=st.integers(min_value=0, max_value=10**7), cents=st.integers(min_value=0, max_value=99))
+def test_property_a_decimal_comma_amount_equals_its_decimal_point_form(euros, cents):
+    european = f"{euros:,}".replace(",", ".") + f",{cents:02d} €"
+    assert extract_entities(european) == extract_entities(f"€{euros}.{cents:02d}")

@@ -79,11 +79,26 @@ _CURRENCY = r"(?:[$€£¥₹₩]|\b(?:USD|EUR|GBP|CHF|JPY|CNY|CAD|AUD|NZD|NOK|S
 _AMOUNT = re.compile(rf"{_CURRENCY}\s?(\d(?:[\d,.]*\d)?)|(?<![\w.,])(\d(?:[\d,.]*\d)?)\s?{_CURRENCY}")
 
 
+# Money written with a decimal comma ("12,50 €", "EUR 1.234,50", "1 234,50 zł"): only beside a
+# currency sign or code, where two digits after a comma can only be cents ("sizes 10,12 and 14"
+# are two numbers; "1,250 €" is a thousands comma).
+_COMMA_FIGURE = r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})*,\d{2}"
+_COMMA_AMOUNT = re.compile(rf"{_CURRENCY}\s?({_COMMA_FIGURE})(?!\d|[,.]\d)|(?<![\w.,])({_COMMA_FIGURE})\s?{_CURRENCY}")
+
+
+def _comma_decimal(token: str) -> str:
+    """ "1.234,50" -> "1234.50": a decimal-comma figure in the decimal-point form."""
+    whole, _, cents = token.rpartition(",")
+    return re.sub(r"\D", "", whole) + "." + cents
+
+
 def amounts(text: str) -> set[str]:
     """The figures of `text` written as money, with a currency sign or code before or after
-    them ("$84.50", "84.50 USD", "CHF 12", "12.50 €"), as ``num:`` entities in
-    `canonical_number` form (so they compare with `extract_entities`)."""
-    return {f"num:{canonical_number(a or b)}" for a, b in _AMOUNT.findall(text)}
+    them ("$84.50", "84.50 USD", "CHF 12", "12.50 €", and with a decimal comma "12,50 €"),
+    as ``num:`` entities in `canonical_number` form (so they compare with `extract_entities`)."""
+    found = {f"num:{canonical_number(_comma_decimal(a or b))}" for a, b in _COMMA_AMOUNT.findall(text)}
+    text = _COMMA_AMOUNT.sub(" ", text)
+    return found | {f"num:{canonical_number(a or b)}" for a, b in _AMOUNT.findall(text)}
 
 
 def canonical_number(token: str) -> str:
@@ -100,7 +115,7 @@ def extract_entities(text: str) -> set[str]:
     """Canonical checkable entities: ``email:...``, ``phone:<digits>``, ``date:YYYY-MM-DD``
     (ISO dates, and dates written out with a year: "17 October 2025", "Oct 17, 2025"),
     ``time:HH:MM`` (times of day in either clock: "6:30 pm", "18:30", "18h30", "noon"),
-    ``num:<number>``.
+    ``num:<number>`` (money with a decimal comma too: "12,50 €" is ``num:12.5``).
 
     Citations like ``[doc-12]`` and list markers ("1. ") are ignored; a phone number's
     digits are not also counted as numbers. Texts up to 2,000 characters are memoised per
@@ -142,6 +157,7 @@ def _entities(text: str) -> frozenset[str]:
             entities.add(f"phone:{digits[-10:]}")  # "+1 555 014 2233" == "555-014-2233"
             text = text.replace(match, " ")
     text = _LIST_MARKER.sub(" ", text)
+    text = _COMMA_AMOUNT.sub(lambda m: m.group().replace(m.group(1) or m.group(2), _comma_decimal(m.group(1) or m.group(2))), text)
     entities.update(f"num:{canonical_number(m)}" for m in _NUMBER.findall(text))
     return frozenset(entities)
 
