@@ -100,7 +100,7 @@ def _check_remote(env_id: str, env_url: str, env_kwargs: dict[str, Any]) -> int:
 
 
 def _env_of_run(path: Path, env_id: str | None) -> tuple[str, dict[str, Any]]:
-    """(env id, env options) of the training run at `path` (its folder or config.json); `env_id`
+    """(env id, held-out env options) of the training run at `path` (its folder or config.json); `env_id`
     is the --env given, if any, which must agree."""
     config_path = path / "config.json" if path.is_dir() else path
     if not config_path.is_file():
@@ -112,7 +112,8 @@ def _env_of_run(path: Path, env_id: str | None) -> tuple[str, dict[str, Any]]:
     run_env = str(config.get("env_id") or env_id or "RagSupport-v0")
     if env_id is not None and run_env != env_id.removeprefix("judgegym:"):
         raise _fail(f"--env {env_id} contradicts the run's env {run_env} ({config_path}); drop one")
-    env_kwargs = dict(config.get("env_kwargs") or {})
+    held_out = config.get("eval_env_kwargs")  # a curriculum's eval env differs from its training env
+    env_kwargs = dict((config.get("env_kwargs") if held_out is None else held_out) or {})
     if "max_turns" in config:
         env_kwargs.setdefault("max_turns", config["max_turns"])
     return run_env, env_kwargs
@@ -429,6 +430,8 @@ def train_command(
     train_config = _make_config(GRPOConfig, "train", config, given, resume, env_arg, set_)
     if train_config.env_url is None:
         _check_env(train_config.env_id, dict(train_config.env_kwargs))
+        if train_config.eval_env_kwargs is not None:
+            _check_env(train_config.env_id, dict(train_config.eval_env_kwargs))
     else:
         _check_remote(train_config.env_id, train_config.env_url, dict(train_config.env_kwargs))
     from .envs.remote import RemoteEnvError

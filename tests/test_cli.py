@@ -161,3 +161,15 @@ def test_a_bad_scenario_file_error_names_the_line_and_no_unasked_split(tmp_path)
     assert result.exit_code == 2
     assert f"bad scenario file: {path}, line 2: field 'gold_facts'" in " ".join(result.output.split())
     assert "split" not in result.output
+
+
+def test_eval_from_a_curriculum_run_plays_its_held_out_env(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"env_id": "RagSupport-v0", "env_kwargs": {"kinds": ["multi_hop"]}, "max_turns": 3}
+    config["eval_env_kwargs"] = {"kinds": ["comparison"]}
+    (run / "config.json").write_text(json.dumps(config))
+    episodes = tmp_path / "episodes.jsonl"
+    result = CliRunner().invoke(app, ["eval", "--from-run", str(run), "--agent", "unhelpful", "--episodes", "2", "--out", str(episodes)])
+    assert result.exit_code == 0, result.output
+    assert [t.info["task"]["kind"] for t in read_jsonl(episodes)] == ["comparison", "comparison"]

@@ -454,6 +454,8 @@ def test_config_errors_say_what_to_change():
         GRPOConfig(beta=0.1, use_lora=False)
     with pytest.raises(ValueError, match="env_kwargs may not set"):
         GRPOConfig(env_kwargs={"max_turns": 3})
+    with pytest.raises(ValueError, match="eval_env_kwargs may not set"):
+        GRPOConfig(eval_env_kwargs={"defer_judging": False})
     with pytest.raises(ValueError, match="temperature must be > 0"):
         GRPOConfig(temperature=0.0)
     assert GRPOConfig().effective_learning_rate == 1e-4 and GRPOConfig(use_lora=False).effective_learning_rate == 1e-5
@@ -474,3 +476,14 @@ def test_auto_mixed_precision_is_bf16_only_where_native_and_the_log_says_which(m
         if not native:
             assert "has no native bfloat16" in line
     assert GRPOConfig().mixed_precision == "auto"
+
+
+def test_a_curriculum_trains_on_some_scenarios_and_is_judged_on_all():
+    from judgegym.trainers.loop import held_out_env_kwargs
+    from judgegym.trainers.sft import SFTConfig
+
+    curriculum = GRPOConfig(env_kwargs={"kinds": ["multi_hop"], "prefetch_k": 1}, eval_env_kwargs={"prefetch_k": 1})
+    assert held_out_env_kwargs(curriculum) == {"prefetch_k": 1}
+    assert held_out_env_kwargs(GRPOConfig(env_kwargs={"kinds": ["multi_hop"]})) == {"kinds": ["multi_hop"]}
+    assert held_out_env_kwargs(GRPOConfig(env_kwargs={"kinds": ["multi_hop"]}, eval_env_kwargs={})) == {}
+    assert held_out_env_kwargs(SFTConfig(env_kwargs={"prefetch_k": 2})) == {"prefetch_k": 2}

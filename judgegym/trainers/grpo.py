@@ -68,6 +68,11 @@ class GRPOConfig(PolicyConfig):
         help="Keyword arguments for gym.make, e.g. {'prefetch_k': 2}. Not max_turns (use max_turns) or defer_judging (always on).",
         factory=dict,
     )
+    eval_env_kwargs: dict[str, Any] | None = config_field(
+        None,
+        "Keyword arguments for the held-out eval's gym.make; None: env_kwargs. A curriculum trains on some scenarios "
+        "(env_kwargs={'kinds': ['multi_hop']}) and is still judged on all of them (eval_env_kwargs={}).",
+    )
     env_url: str | None = config_field(
         None,
         "judgegym serve URL to play the env on (several, comma-separated, share the envs in turn); None: in this process. "
@@ -217,9 +222,10 @@ class GRPOConfig(PolicyConfig):
         if self.backend == "vllm" and self.use_lora and self.lora_r > LORA_RANKS[-1]:
             problems.append(f"backend='vllm' serves LoRA ranks up to {LORA_RANKS[-1]}, got lora_r={self.lora_r}")
         problems += self.policy_problems()
-        owned = sorted({"max_turns", "defer_judging"} & set(self.env_kwargs))
-        if owned:
-            problems.append(f"env_kwargs may not set {owned}: the trainer sets them (use GRPOConfig.max_turns)")
+        for name, kwargs in (("env_kwargs", self.env_kwargs), ("eval_env_kwargs", self.eval_env_kwargs or {})):
+            owned = sorted({"max_turns", "defer_judging"} & set(kwargs))
+            if owned:
+                problems.append(f"{name} may not set {owned}: the trainer sets them (use GRPOConfig.max_turns)")
         if problems:
             raise ValueError("invalid GRPOConfig: " + "; ".join(problems))
 
@@ -371,6 +377,7 @@ class GRPOTrainer(Trainer):
     step_activity = ": sampling, judging, updating"
     resumable_changes = frozenset({
         "resume", "max_steps", "output_dir", "save_steps", "keep_last", "eval_steps", "eval_episodes", "tensorboard", "eval_on_start",
+        "eval_env_kwargs",
         "gpu_memory_utilization", "max_model_len", "server_urls", "server_urls_file", "server_timeout_s", "server_max_concurrent_requests",
         "server_adapter_dir", "dist_timeout_s",
     })  # fmt: skip

@@ -332,6 +332,14 @@ class Trainer(ABC):
         (self.output_dir / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str), encoding="utf-8")
 
 
+def held_out_env_kwargs(config: RunConfig) -> dict[str, Any]:
+    """The held-out eval env's keyword arguments: a `GRPOConfig`'s ``eval_env_kwargs`` where
+    set (a curriculum's training env differs from the one it is judged on), else
+    ``config.env_kwargs`` (an `SFTConfig`'s are its eval env's)."""
+    separate = getattr(config, "eval_env_kwargs", None)
+    return dict(config.env_kwargs if separate is None else separate)
+
+
 def evaluate_policy(
     model: Any,
     tokenizer: Any,
@@ -344,7 +352,7 @@ def evaluate_policy(
     on_episode: Callable[[Trajectory], None] | None = None,
 ) -> dict[str, float]:
     """Held-out eval of a trainer's policy: ``config.eval_episodes`` greedy episodes (seeds
-    ``0..n-1``) of `env_id` made with ``config.env_kwargs`` on ``config.eval_split`` with at
+    ``0..n-1``) of `env_id` made with `held_out_env_kwargs` on ``config.eval_split`` with at
     most ``config.max_turns`` turns of ``config.max_new_tokens`` tokens, scored by the
     pointwise ``config.eval_judge`` spec, on the served env at ``config.env_url`` if set
     (`config` is a `GRPOConfig` or an `SFTConfig`); the
@@ -363,7 +371,7 @@ def evaluate_policy(
             env_id,
             agent,
             episodes=episodes,
-            env_kwargs={**config.env_kwargs, "split": config.eval_split, "max_turns": config.max_turns},
+            env_kwargs={**held_out_env_kwargs(config), "split": config.eval_split, "max_turns": config.max_turns},
             judge=config.eval_judge,
             concurrency=min(episodes, 16),
             on_episode=on_episode,
