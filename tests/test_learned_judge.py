@@ -228,6 +228,30 @@ def test_a_figure_tied_to_another_figures_words_is_misattached(answer, misattach
     assert figures_misattached(answer, SHIPPING) == misattached
 
 
+OBSERVATORY = (
+    "Opening hours: Saturday 10:00-22:00, Sunday 12:00-18:00. Tickets: adults $12, children $6, seniors $9. Prices: Tue CHF 12, Wed CHF 9."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "misattached"),
+    [
+        ("On Sunday we are open 12:00-18:00.", 0.0),
+        ("On Sunday we are open 10:00-22:00.", 1.0),  # a range seen together stays together: Saturday's hours
+        ("Sunday hours: 10 am to 10 pm.", 1.0),  # in the other clock
+        ("We open at 10:00 on Saturdays and 12:00 on Sundays.", 0.0),
+        ("We open at 12:00 on Saturdays and 10:00 on Sundays.", 0.0),  # missed: the sentence names both days
+        ("A child ticket costs $6.", 0.0),
+        ("A child ticket costs $12.", 1.0),  # "child" meets "children"
+        ("Tickets for children are $6 and adults $12.", 0.0),
+        ("The Tuesday ticket costs CHF 12.", 0.0),  # "Tue" meets "Tuesday"; "CHF" is the figure's unit, not a word
+        ("The Tuesday ticket costs CHF 9.", 1.0),
+    ],
+)
+def test_swapped_hours_and_prices_of_one_source_sentence_are_misattached(answer, misattached):
+    assert figures_misattached(answer, OBSERVATORY) == misattached
+
+
 def test_names_listed_together_share_what_is_said_of_them():
     seen = (
         "Arclight Data and Ironleaf Software were also shortlisted. Renata Brennan chaired the meeting and Farah Ivanova took the minutes."
@@ -966,3 +990,35 @@ def test_a_refit_keeps_the_heads_it_is_told_to_keep(monkeypatch, tmp_path):
     for weight in ("0", "-2", "nan", "heavy"):
         with pytest.raises(SystemExit):
             learned_training.main(["train", "--handwritten-weight", weight])
+
+
+OBSERVATORY_PROMPT = (
+    "You answer visitors' questions for the Hillcrest Observatory using only this information.\n"
+    "Opening hours: Saturday 10:00-22:00, Sunday 12:00-18:00, closed Monday to Friday.\n"
+    "Tickets: adults $12, children $6, seniors $9. The planetarium show runs at 15:00 daily."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "right", "swapped"),
+    [
+        (
+            "When is the observatory open on Sunday?",
+            "On Sunday the observatory is open 12:00-18:00.",
+            "On Sunday the observatory is open 10:00-22:00.",
+        ),
+        ("How much is a child ticket?", "A child ticket costs $6.", "A child ticket costs $12."),
+    ],
+)
+def test_learned_ranks_the_right_figure_above_a_swapped_one_from_the_same_prompt_sentence(question, right, swapped):
+    def single_turn(answer: str) -> Trajectory:
+        return Trajectory.from_messages(
+            [
+                {"role": "system", "content": OBSERVATORY_PROMPT},
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": answer},
+            ]
+        )
+
+    right_score, swapped_score = (s.score for s in LearnedJudge().score_many([single_turn(right), single_turn(swapped)]))
+    assert right_score > swapped_score + 0.1

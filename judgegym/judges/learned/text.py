@@ -43,7 +43,8 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
-NAME_RUN = re.compile(r"(?<![\w-])(?:[A-Z][\w'-]*|\d+(?:[.,]\d+)*)(?:[ \t]+(?:[A-Z][\w'-]*|\d+(?:[.,]\d+)*)(?![\w-]))+")  # "Zephyr 6 Lite"
+NAME_RUN = re.compile(r"(?<![\w-])(?:[A-Z][\w'-]*|\d+(?:[.,]\d+)*)(?:[ \t]+(?:[A-Z][\w'-]*|\d+(?:[.,]\d+)*)(?![\w-]|:\d))+")
+"""Runs of names and numbers: "Zephyr 6 Lite"; not "Saturday 10" of "Saturday 10:00"."""
 
 
 def names_seen_share(question: str, seen: str) -> float:
@@ -160,11 +161,18 @@ def figures_misattached(answer: str, seen: str) -> float:
     words only 4's part of that sentence holds are "standard", only 1's "express". "Standard
     delivery takes 1 business day" names "standard" and not "express" beside 1, so its 1 is
     misattached, as is a target given as the measured value or a lead named as the sponsor.
-    One seen sentence that ties the figure to a word of its part of the answer clears it."""
+    One seen sentence that ties the figure to a word of its answer sentence clears it (so
+    "children $12 and adults $6", whose sentence names adults too, is not caught).
+    Figures seen together in one part stay together ("Saturday 10:00-22:00": "open 10:00-22:00
+    on Sunday" gives Saturday's hours for Sunday); two of one kind from different parts of the
+    sources in one part of the answer are not checked ("Ana Lee with Bo Chan as secretary":
+    whose words?). Words compare by their first five letters, so "child" meets "children"."""
     ties: dict[str, list[tuple[set[str], set[str]]]] = {}
+    together: list[frozenset[str]] = []
     for sentence in SENTENCE_END.split(seen):
         parts = [(figures_in(part), part) for part in split_on(sentence, PART_END, _LABEL_END)]
         parts = [(anchors, _words(part, anchors)) for anchors, part in parts if anchors]
+        together.extend(frozenset(anchors) for anchors, _ in parts if len(anchors) > 1)
         if len({frozenset(anchors) for anchors, _ in parts}) < 2:
             continue
         for entity in set().union(*(anchors for anchors, _ in parts)):
@@ -179,7 +187,8 @@ def figures_misattached(answer: str, seen: str) -> float:
             anchors = figures_in(part)
             words = _words(part, anchors)
             for entity in anchors & ties.keys():
-                if sum(_kind(a) == _kind(entity) for a in anchors) > 1:  # "Ana Lee with Bo Chan as secretary": whose words?
+                kin = {a for a in anchors if _kind(a) == _kind(entity)}
+                if len(kin) > 1 and not any(kin <= group for group in together):
                     continue
                 wrong = any(words & other and not said & own for own, other in ties[entity])
                 right = any(said & own for own, _ in ties[entity])
@@ -285,9 +294,30 @@ def question_fit(question: str, evidence: str) -> tuple[float, float]:
     return kept, removed
 
 
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july august "
+    "september october november december".split()
+)
+"""Capitalised words that name days and months, not people: a closed class of the language,
+so "On Sunday" or "Open Saturday" is not taken for a person."""
+
+
+def _calendar_word(word: str) -> bool:
+    """A day or month, or its abbreviation of three letters or more ("Tue", "Sept")."""
+    word = word.casefold()
+    return len(word) >= 3 and any(day.startswith(word) or word.startswith(day) for day in _CALENDAR)
+
+
+def _product_name(run: str) -> bool:
+    """Whether a `NAME_RUN` match names a product ("Talon 1 Plus"), not a day's or a price's
+    figure ("Tue 12", "CHF 205": a day or a currency code beside a number)."""
+    return not any(_calendar_word(token) or re.fullmatch(r"[A-Z]{3}", token) for token in run.split())
+
+
 def figures_in(text: str) -> set[str]:
     """The figures (not those of a product name: the 1 of "Talon 1 Plus") and people of `text`."""
-    return extract_entities(NAME_RUN.sub(" ", text)) | set(_PERSON.findall(text))
+    people = {p for p in _PERSON.findall(text) if not any(map(_calendar_word, p.split()))}
+    return extract_entities(NAME_RUN.sub(lambda m: " " if _product_name(m.group()) else m.group(), text)) | people
 
 
 def _kind(entity: str) -> str:
@@ -302,11 +332,29 @@ def split_on(text: str, *patterns: re.Pattern[str]) -> list[str]:
     return parts
 
 
+_UNIT_CODE = re.compile(r"\b[A-Z]{3}\b(?=\s?\d)|(?<=\d)\s?[A-Z]{3}\b")
+"""A currency code written against a figure ("CHF 205", "45.00 NZD"): the figure's unit, not a
+word the figure is tied to."""
+
+
 def _words(text: str, anchors: set[str]) -> set[str]:
-    """The content words of `text`, singular, without those of its names (`anchors`)."""
+    """The content words of `text`, stemmed (`_stem`), without those of its names (`anchors`)
+    and the currency codes of its figures."""
     names = {w.casefold() for anchor in anchors for w in anchor.split()}
-    words = (m.casefold() for m in CONTENT_WORD.findall(text))
-    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in names and w not in _FUNCTION_WORDS}
+    words = (m.casefold() for m in CONTENT_WORD.findall(_UNIT_CODE.sub(" ", text)))
+    return {_stem(w) for w in words if w not in names and w not in _FUNCTION_WORDS}
+
+
+def _stem(word: str) -> str:
+    """A word's first five letters, after a plural "s" of a short word ("days", "fees"):
+    "child" and "children", "adult" and "adults", "price" and "prices" meet; "class" keeps its
+    "ss"; a day or month, or its abbreviation, its first three ("Tue", "Tues", "Tuesday").
+    Enough to match a word's forms within one source and its answer, in any wording."""
+    if _calendar_word(word):
+        return word[:3]
+    if len(word) <= 5 and word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        word = word[:-1]
+    return word[:5]
 
 
 def name_runs(text: str) -> list[str]:
