@@ -367,6 +367,102 @@ def leaderboard_command(
     console.print(f"{len(summaries)} runs ({len(carried)} kept) -> {out}, {chart} and {out.with_suffix('.json')}")
 
 
+@app.command("compare", short_help="Paired changes between eval runs on the same scenarios, with 95% intervals.")
+def compare_command(
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="[NAME=]FILE.jsonl...",
+            help="Eval runs: judgegym eval --out files (one run per agent) or a training run's eval/step-N.jsonl. The first is the base.",
+            show_default=False,
+        ),
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", metavar="NAME", help="A figure to compare (repeatable): reward, a component, NAME_rate [default: all they share]."
+        ),
+    ] = None,
+    by_kind: Annotated[bool, typer.Option("--by-kind", help="Also the mean reward per scenario kind.")] = False,
+    episodes: Annotated[
+        Path | None, typer.Option(metavar="PAGE.md", help="Write a page of the episodes where the runs' rewards differ most.")
+    ] = None,
+    count: Annotated[int, typer.Option(metavar="N", min=1, help="Scenarios on the --episodes page.")] = 6,
+    out: Annotated[Path | None, typer.Option(metavar="FILE.json", help="Write the changes (and --by-kind) as JSON.")] = None,
+) -> None:
+    """Compare eval runs played on the same scenarios: for each figure, the base run's mean and
+    each other run's change from it, averaged over the scenarios both played, with a 95% paired
+    bootstrap interval (an interval that excludes 0 is a measurable change)."""
+    from dataclasses import asdict
+
+    from .evaluation.compare import align_runs, paired_changes, read_runs, reward_by_kind, shared_metrics
+
+    try:
+        played = read_runs(runs)
+        aligned = align_runs(played)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if len(aligned) < 2:
+        raise _fail(f"one run to compare ({next(iter(aligned))!r}); give two or more")
+    names = list(aligned)
+    base, paired = names[0], len(aligned[names[0]])
+    dropped = {n: len(played[n]) - paired for n in names if len(played[n]) > paired}
+    if dropped:
+        console.print(
+            f"[yellow]note:[/] compared on the {_count(paired, 'scenario')} every run played; left out: "
+            + ", ".join(f"{escape(n)} {k}" for n, k in dropped.items())
+        )
+    metrics = metric or shared_metrics(aligned)
+    changes = {name: paired_changes(aligned[base], aligned[name], metrics) for name in names[1:]}
+    found = {c.metric for cs in changes.values() for c in cs}
+    unknown = [m for m in metrics if m not in found]
+    if metric and unknown:
+        raise _fail(f"no run reports {', '.join(map(repr, unknown))}; figures they share: {', '.join(shared_metrics(aligned))}")
+    table = Table(title=f"{_count(paired, 'paired scenario')}; change from {base} [95% paired interval]")
+    table.add_column("figure")
+    table.add_column(escape(base), justify="right", overflow="fold")
+    for name in names[1:]:
+        table.add_column(escape(name), justify="right", overflow="fold")
+    for m in metrics:
+        by_run = {name: next((c for c in changes[name] if c.metric == m), None) for name in names[1:]}
+        first = next((c for c in by_run.values() if c), None)
+        if first is None:
+            continue
+        cells = []
+        for c in by_run.values():
+            mark = "" if c is None or c.ci_low <= 0 <= c.ci_high else "*"
+            cells.append("-" if c is None else f"{c.after:.3f}  {c.difference:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}]{mark}")
+        table.add_row(m, f"{first.before:.3f}", *cells)
+    console.print(table)
+    console.print("* the interval excludes 0", highlight=False)
+    kinds = reward_by_kind(aligned) if by_kind else {}
+    if kinds:
+        kind_table = Table(title="reward by scenario kind (no intervals)")
+        kind_table.add_column("kind")
+        kind_table.add_column("scenarios", justify="right")
+        for name in names:
+            kind_table.add_column(escape(name), justify="right", overflow="fold")
+        for kind, cells in kinds.items():
+            kind_table.add_row(kind, str(cells[base][0]), *(f"{cells[n][1]:.3f}" for n in names))
+        console.print(kind_table)
+    if episodes is not None:
+        from .evaluation.compare import episodes_page
+
+        episodes.parent.mkdir(parents=True, exist_ok=True)
+        episodes.write_text(episodes_page(aligned, count=min(count, paired), title="Held-out episodes by run"), encoding="utf-8")
+        console.print(f"episodes: {episodes}", markup=False, highlight=False, soft_wrap=True)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "base": base,
+            "scenarios": paired,
+            "changes": {name: [asdict(c) for c in cs] for name, cs in changes.items()},
+            "by_kind": {kind: {n: {"scenarios": k, "reward": r} for n, (k, r) in cells.items()} for kind, cells in kinds.items()},
+        }
+        out.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        console.print(f"changes: {out}", markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command("train", short_help="Train a policy with GRPO, rewarded by a judge.")
 def train_command(
     env: Annotated[str | None, typer.Option("--env", metavar="ID", help="Environment id to train on [default: RagSupport-v0].")] = None,
@@ -728,11 +824,11 @@ def _tools_demo(
 ) -> None:
     from dataclasses import fields
 
+    from .evaluation.compare import describe_episode
     from .trainers.tools_demo import (
         ToolsDemoConfig,
         demo_grpo_config,
         demo_sft_config,
-        describe_episode,
         run_tools_demo,
         stage_metric_names,
     )

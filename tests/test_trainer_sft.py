@@ -410,7 +410,7 @@ def test_bf16_autocast_gives_nearly_the_float32_loss(tmp_path, smol_tiny_model, 
 
 
 def test_stage_metrics_and_paired_changes():
-    from judgegym.trainers.tools_demo import paired_changes, stage_metrics
+    from judgegym.trainers.tools_demo import stage_changes, stage_metrics
 
     def episode(seed, reward, calls, errors, **components):
         return Trajectory(
@@ -423,15 +423,15 @@ def test_stage_metrics_and_paired_changes():
     assert metrics["reward"] == 0.75 and metrics["tool_call_rate"] == 1.0 and metrics["tool_error_rate"] == 0.25
     assert metrics["recall"] == 1.0 and metrics["tool_calls"] == 2.0  # recall: answerable questions only
     assert math.isnan(stage_metrics(before)["tool_error_rate"])  # no calls, no rate
-    changes = {c.metric: c for c in paired_changes(before, after)}
+    changes = {c.metric: c for c in stage_changes(before, after)}
     assert changes["reward"].difference == 0.75 and changes["tool_call_rate"].difference == 1.0
     assert changes["recall"].before == 0.0 and changes["recall"].after == 1.0  # paired on scenario 0 only
     with pytest.raises(RuntimeError, match="different held-out scenarios"):
-        paired_changes(before, after[::-1])
+        stage_changes(before, after[::-1])
 
 
 def test_the_episodes_page_shows_the_scenarios_where_the_stages_differ_most():
-    from judgegym.trainers.tools_demo import episodes_page
+    from judgegym.evaluation.compare import episodes_page
 
     def episode(seed, reward, answer):
         task = {"question": f"question {seed}?", "gold_facts": [f"fact {seed}"], "answerable": seed != 2}

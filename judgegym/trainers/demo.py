@@ -118,7 +118,7 @@ def run_demo(config: GRPOConfig | None = None, *, trainer: GRPOTrainer | None = 
     """Train with `config` (default `demo_config()`; or the given `trainer`, already loaded),
     then compare the held-out episodes of step 0 and of the last step (read back from
     ``output_dir/eval``)."""
-    from ..evaluation import bootstrap_ci
+    from ..evaluation.compare import paired_changes
 
     config = trainer.config if trainer is not None else config or demo_config()
     if not config.eval_steps:
@@ -129,15 +129,15 @@ def run_demo(config: GRPOConfig | None = None, *, trainer: GRPOTrainer | None = 
     keys = [(t.scenario_id, t.seed) for t in before.trajectories]
     if keys != [(t.scenario_id, t.seed) for t in after.trajectories]:
         raise RuntimeError("the two held-out evals played different scenarios; was eval_episodes changed on resume?")
+    [change] = paired_changes(before.trajectories, after.trajectories, ["reward"])
     deltas = [(a.reward or 0.0) - (b.reward or 0.0) for b, a in zip(before.trajectories, after.trajectories, strict=True)]
-    low, high = bootstrap_ci(deltas)
     plot = trainer.output_dir / "reward.png"
     return DemoResult(
         before=before,
         after=after,
-        difference=float(np.mean(deltas)),
-        ci_low=low,
-        ci_high=high,
+        difference=change.difference,
+        ci_low=change.ci_low,
+        ci_high=change.ci_high,
         improved=sum(d > 0 for d in deltas),
         worse=sum(d < 0 for d in deltas),
         plot=plot if plot.is_file() else None,

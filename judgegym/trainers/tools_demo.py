@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.compare import Change, episodes_page, paired_changes, per_episode
 from ..trajectory import Trajectory, read_jsonl, write_jsonl
 
 TOOLS_DEMO_ENV = "RagSupport-v0"
@@ -168,18 +169,6 @@ class ToolsDemoConfig:
 
 
 @dataclass
-class Change:
-    """A paired change of one metric between two stages, over the same scenarios."""
-
-    metric: str
-    before: float
-    after: float
-    difference: float
-    ci_low: float
-    ci_high: float
-
-
-@dataclass
 class ToolsDemoResult:
     """The three stages' held-out metrics, the changes between them, and where the files are."""
 
@@ -225,7 +214,7 @@ def stage_metrics(trajectories: list[Trajectory], env_id: str = TOOLS_DEMO_ENV) 
     questions); tool calls and turns per episode."""
     calls = sum(t.metrics.get("tool_calls", 0.0) for t in trajectories)
     errors = sum(t.metrics.get("tool_errors", 0.0) for t in trajectories)
-    figures = {name: _mean(_per_episode(trajectories, name)) for name in stage_metric_names(env_id) if name != "tool_error_rate"}
+    figures = {name: _mean(per_episode(trajectories, name)) for name in stage_metric_names(env_id) if name != "tool_error_rate"}
     return {
         **figures,
         "tool_error_rate": errors / calls if calls else math.nan,
@@ -235,37 +224,11 @@ def stage_metrics(trajectories: list[Trajectory], env_id: str = TOOLS_DEMO_ENV) 
     }
 
 
-def paired_changes(before: list[Trajectory], after: list[Trajectory], env_id: str = TOOLS_DEMO_ENV) -> list[Change]:
-    """Per metric of `env_id`, the mean change over the scenarios both stages played and its
-    95% paired bootstrap interval (tool error rate has no per-episode pairing and is left out)."""
-    from ..evaluation import bootstrap_ci
-
-    keys = [(t.scenario_id, t.seed) for t in before]
-    if keys != [(t.scenario_id, t.seed) for t in after]:
-        raise RuntimeError("the two stages played different held-out scenarios; compare evals of the same seeds")
-    changes = []
-    for metric in stage_metric_names(env_id):
-        if metric == "tool_error_rate":
-            continue
-        values = zip(_per_episode(before, metric), _per_episode(after, metric), strict=True)
-        pairs = [(b, a) for b, a in values if not (math.isnan(b) or math.isnan(a))]
-        if not pairs:
-            continue
-        deltas = [a - b for b, a in pairs]
-        low, high = bootstrap_ci(deltas)
-        changes.append(Change(metric, _mean([b for b, _ in pairs]), _mean([a for _, a in pairs]), float(np.mean(deltas)), low, high))
-    return changes
-
-
-def _per_episode(trajectories: list[Trajectory], metric: str) -> list[float]:
-    if metric == "reward":
-        return [t.reward if t.reward is not None else 0.0 for t in trajectories]
-    if metric == "tool_call_rate":
-        return [float(t.metrics.get("tool_calls", 0.0) > 0) for t in trajectories]
-    if metric.endswith("_rate") and metric not in ("tool_error_rate",):
-        name = metric.removesuffix("_rate")
-        return [float(t.metrics[name] > 0) if name in t.metrics else math.nan for t in trajectories]
-    return [float(t.metrics[metric]) if metric in t.metrics else math.nan for t in trajectories]
+def stage_changes(before: list[Trajectory], after: list[Trajectory], env_id: str = TOOLS_DEMO_ENV) -> list[Change]:
+    """Per figure of `env_id` (`stage_metric_names`), the mean change over the scenarios both
+    stages played and its 95% paired bootstrap interval (`paired_changes`; tool error rate has
+    no per-episode pairing and is left out)."""
+    return paired_changes(before, after, [m for m in stage_metric_names(env_id) if m != "tool_error_rate"])
 
 
 def pass_k_changes(before: list[Trajectory], after: list[Trajectory], k_max: int) -> list[Change]:
@@ -294,7 +257,7 @@ def sampled_metric_names(env_id: str) -> list[str]:
 def _per_scenario(trajectories: list[Trajectory], metric: str) -> dict[str, float]:
     """`metric`'s mean over each scenario's attempts (NaN values left out), by scenario id."""
     values: dict[str, list[float]] = {}
-    for trajectory, value in zip(trajectories, _per_episode(trajectories, metric), strict=True):
+    for trajectory, value in zip(trajectories, per_episode(trajectories, metric), strict=True):
         values.setdefault(str(trajectory.scenario_id), []).append(value)
     return {key: _mean([v for v in vs if not math.isnan(v)]) for key, vs in values.items()}
 
@@ -590,7 +553,7 @@ def run_tools_demo(config: ToolsDemoConfig | None = None, *, log: Any = print) -
     for stage in folders:
         if stage != "grpo":  # another training reward: against SFT, and against the first reward's GRPO
             pairs |= {f"{stage}_vs_sft": ("sft", stage), f"{stage}_vs_grpo": ("grpo", stage)}
-    changes = {key: paired_changes(episodes[a], episodes[b], config.env_id) for key, (a, b) in pairs.items()}
+    changes = {key: stage_changes(episodes[a], episodes[b], config.env_id) for key, (a, b) in pairs.items()}
 
     sampled: dict[str, list[Trajectory]] = {}
     pass_k: dict[str, dict[str, tuple[float, float, float]]] = {}
@@ -648,7 +611,7 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path, env_id: str = 
     for index, (stage, trajectories) in enumerate(episodes.items()):
         means, low, high = [], [], []
         for metric in metrics:
-            values = [v for v in _per_episode(trajectories, metric) if not math.isnan(v)]
+            values = [v for v in per_episode(trajectories, metric) if not math.isnan(v)]
             mean = float(np.mean(values)) if values else 0.0
             lo, hi = bootstrap_ci(values) if values else (0.0, 0.0)
             means.append(mean)
@@ -669,72 +632,11 @@ def plot_stages(episodes: dict[str, list[Trajectory]], out: Path, env_id: str = 
     return out
 
 
-def describe_episode(trajectory: Trajectory, width: int = 160) -> str:
-    """One line per assistant turn: its tool calls, or its answer (shortened); in a
-    conversation, the user's turns after the first too."""
-    lines = []
-    users = 0
-    for message in trajectory.messages:
-        if message.role == "user":
-            users += 1
-            if users > 1:
-                lines.append(f"user: {' '.join((message.content or '').split())[:width]!r}")
-        if message.role != "assistant":
-            continue
-        if message.tool_calls:
-            calls = ", ".join(f"{c.function.name}({_short_args(c.function.arguments)})" for c in message.tool_calls)
-            lines.append(f"calls {calls}")
-        else:
-            text = " ".join((message.content or "").split())
-            lines.append(f"answers {text[:width]!r}" + ("..." if len(text) > width else ""))
-    return "\n".join(lines) or "(no assistant turn)"
-
-
-def episodes_page(episodes: dict[str, list[Trajectory]], *, count: int = 6, title: str = "Held-out episodes by stage") -> str:
-    """A Markdown page of real held-out episodes, stage beside stage: for the `count` test
-    scenarios whose reward differs most between the stages (ties: the lowest seed first),
-    the question, the gold facts, and each stage's turns (`describe_episode`), reward and
-    verifier note. Every stage must have played the same scenarios (`paired_changes`)."""
-    names = list(episodes)
-    first = episodes[names[0]]
-    for name in names[1:]:
-        if [(t.scenario_id, t.seed) for t in episodes[name]] != [(t.scenario_id, t.seed) for t in first]:
-            raise RuntimeError(f"stage {name!r} played other held-out scenarios than {names[0]!r}")
-    rewards = [[t.reward or 0.0 for t in episodes[name]] for name in names]
-    spread = [max(column) - min(column) for column in zip(*rewards, strict=True)]
-    chosen = sorted(range(len(first)), key=lambda i: (-spread[i], first[i].seed or 0))[:count]
-    intro = f"{len(chosen)} of {len(first)} held-out scenarios (those where the stages' rewards differ most), greedy."
-    lines = [f"# {title}", "", intro, ""]
-    for i in chosen:
-        task = first[i].info.get("task", {})
-        lines += [f"## Test scenario {first[i].seed}: {task.get('question') or task.get('goal') or first[i].scenario_id}", ""]
-        if "gold_facts" in task:  # RagSupport
-            gold = task["gold_facts"]
-            answerable = gold and task.get("answerable", True)
-            lines += [f"Gold facts: {', '.join(map(str, gold))}" if answerable else "Unanswerable: the right answer says so.", ""]
-        elif "gold_actions" in task:  # CustomerSupport
-            actions = ", ".join(f"{a.get('name')}({_short_args(json.dumps(a.get('arguments', {})))})" for a in task["gold_actions"])
-            told = ", ".join(map(str, task.get("required_info", [])))
-            lines += [f"Gold actions: {actions or 'none'}; the customer must be told: {told or 'nothing'}", ""]
-        for name in names:
-            trajectory = episodes[name][i]
-            note = str(trajectory.info.get("explanation", "")).split("; ")[:3]
-            lines += [f"**{name}**: reward {trajectory.reward or 0.0:.2f} ({'; '.join(note)})", "", "```text"]
-            lines += [describe_episode(trajectory, width=400), "```", ""]
-    return "\n".join(lines)
-
-
-def _short_args(arguments: str, width: int = 60) -> str:
-    text = " ".join(str(arguments).split())
-    return text if len(text) <= width else text[:width] + "..."
-
-
 __all__ = [
     "DEMO_ENVS",
     "STAGES",
     "STAGE_METRICS",
     "DemoEnv",
-    "episodes_page",
     "pass_k_changes",
     "sampled_attempts",
     "sampled_changes",
@@ -743,8 +645,7 @@ __all__ = [
     "stage_metric_names",
     "ToolsDemoConfig",
     "ToolsDemoResult",
-    "describe_episode",
-    "paired_changes",
+    "stage_changes",
     "run_tools_demo",
     "stage_metrics",
 ]
