@@ -7,7 +7,7 @@
 # interrupted regeneration picks up where it stopped.
 # About 75 minutes from scratch on 2 CPU cores, most of it SmolLM2-135M generating (2026-12-05: the baselines
 # and zero-shot rows about 25, the tools demo's four adapters 15, the support demo's three 34; 2026-12-06,
-# with KEEP for the tools demo's rows: 32 minutes).
+# with KEEP for the tools demo's rows: 32 minutes; the four tools-learned-v9 adapters about 5 minutes each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JUDGEGYM=${JUDGEGYM:-.venv/bin/judgegym}
@@ -30,6 +30,17 @@ for stage in sft grpo grpo-learned sft-more; do
     if [ -d "$TRAINED/$stage/last" ]; then
         $JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag_trained.jsonl" \
             --agent "hf:smollm2-135m+$TRAINED/$stage/last?max_tokens=128" --env-arg max_turns=4
+    fi
+done
+
+# The adapters of docs/trainer.md's runs from one SFT adapter (`tools-learned-v9`: `sft`; `grpo`, 12 GRPO
+# steps rewarded by the learned judge alone; `grpo-verifier`, 24 steps rewarded by the verifier;
+# `grpo-verifier-36`, the same run continued to 36), where they exist.
+TRAINED_V9=${TRAINED_V9:-runs/tools-learned-v9}
+for stage in sft grpo grpo-verifier grpo-verifier-36; do
+    if [ -d "$TRAINED_V9/$stage/last" ]; then
+        $JUDGEGYM eval --env RagSupport-v0 --split test --episodes "$M" --out "$RUNS/rag_trained_v9.jsonl" \
+            --agent "hf:smollm2-135m+$TRAINED_V9/$stage/last?max_tokens=128" --env-arg max_turns=4
     fi
 done
 
@@ -62,6 +73,9 @@ a little above 0 on RagSupport when the articles are put in its prompt (prefetch
 The \`+$TRAINED/...\` rows are the same model with the tools demo's LoRA adapters ([trainer.md](trainer.md#the-tools-demo)): \
 \`sft\` (SFT on oracle episodes), \`grpo\` (then 15 GRPO steps rewarded by 0.8*verifier+0.2*grounding), \`grpo-learned\` \
 (the same GRPO steps rewarded by the gold-free learned judge), \`sft-more\` (the control: SFT continued for GRPO's time); \
+the \`+$TRAINED_V9/...\` rows are later runs from one SFT adapter ([trainer.md](trainer.md#64-held-out-scenarios-15-grpo-steps-and-the-control), \
+[their episodes](tools-v9-episodes.md)): \`sft\`, \`grpo\` (12 GRPO steps rewarded by the gold-free learned judge alone), \
+\`grpo-verifier\` (24 steps rewarded by the verifier) and \`grpo-verifier-36\` (the same run at 36 steps); \
 the \`+$TRAINED_SUPPORT/...\` rows are the support demo's (SFT on the policy agent's verified episodes, then 8 GRPO steps \
 rewarded by the graded verifier, and its control; [trainer.md](trainer.md#the-support-demo)); \
 $M scenarios, the same first ones of the test split as every SmolLM2 row."
