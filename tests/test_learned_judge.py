@@ -36,7 +36,7 @@ from judgegym.judges.learned import (
 from judgegym.judges.learned import data as learned_data
 from judgegym.judges.learned import training as learned_training
 from judgegym.judges.learned import view as learned_view
-from judgegym.judges.learned.text import grounded_entities, question_fit
+from judgegym.judges.learned.text import _calendar_word, grounded_entities, question_fit
 from judgegym.trajectory import TerminationReason
 
 HANDWRITTEN_SETS = sorted((Path(__file__).parent / "data").glob("judge_groups_handwritten*.jsonl"))
@@ -250,6 +250,16 @@ OBSERVATORY = (
 )
 def test_swapped_hours_and_prices_of_one_source_sentence_are_misattached(answer, misattached):
     assert figures_misattached(answer, OBSERVATORY) == misattached
+
+
+@pytest.mark.parametrize("word", ["Sunday", "Sundays", "sun", "Tue", "Tues", "Thurs", "Sept", "May", "MARCH"])
+def test_days_and_months_are_calendar_words(word):
+    assert _calendar_word(word)
+
+
+@pytest.mark.parametrize("word", ["Mayor", "Marc", "Marchetti", "Maya", "Sundance", "Junebug", "Mo", "Augusta", "Satur"])
+def test_words_that_only_start_like_a_day_or_month_are_not(word):
+    assert not _calendar_word(word)
 
 
 def test_names_listed_together_share_what_is_said_of_them():

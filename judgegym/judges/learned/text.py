@@ -302,10 +302,14 @@ _CALENDAR = frozenset(
 so "On Sunday" or "Open Saturday" is not taken for a person."""
 
 
+_CALENDAR_ABBREVIATIONS = frozenset({day[:3] for day in _CALENDAR} | {"sept", "tues", "thur", "thurs", "weds"})
+
+
 def _calendar_word(word: str) -> bool:
-    """A day or month, or its abbreviation of three letters or more ("Tue", "Sept")."""
+    """A day or month ("Sunday"), its plural ("Sundays") or one of its abbreviations ("Tue",
+    "Sept"); not a name or word that starts like one ("Marc", "Marchetti", "Maya", "Mayor")."""
     word = word.casefold()
-    return len(word) >= 3 and any(day.startswith(word) or word.startswith(day) for day in _CALENDAR)
+    return word in _CALENDAR or word in _CALENDAR_ABBREVIATIONS or (word.endswith("s") and word[:-1] in _CALENDAR)
 
 
 def _product_name(run: str) -> bool:

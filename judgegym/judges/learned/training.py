@@ -469,7 +469,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     train_cmd.add_argument("--l2", type=float, default=0.01, help="weight decay of the heads (default 0.01)")
     train_cmd.add_argument("--tie", type=float, default=0.0, help="weight pulling tied good episodes' scores together (default 0)")
     train_cmd.add_argument("--calibration", type=float, default=0.2, help="weight of the pointwise calibration term (default 0.2)")
-    train_cmd.add_argument("--cache", help="a folder to keep the features in, so refitting skips the episodes")
+    train_cmd.add_argument(
+        "--cache",
+        help="a folder to keep the played groups and their grounding scores in, so refitting skips playing them (not the features)",
+    )
     train_cmd.add_argument("--out", default=str(WEIGHTS_PATH), help="where to write the weights (default: the shipped file)")
     train_cmd.add_argument(
         "--keep",
