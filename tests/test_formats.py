@@ -163,3 +163,30 @@ def test_the_learned_judge_reads_published_facts_before_the_prompt():
     view = View.of(trajectory)
     assert SupportPolicy.of(view.facts, view.system) == SupportPolicy.from_facts(facts)
     assert json.loads(json.dumps(view.facts)) == facts
+
+
+@pytest.mark.parametrize(
+    ("request_text", "limit"),
+    [
+        ('Summarize the report "Q3" in at most 120 words.', 120),
+        ("Could you summarise the minutes? Under 80 words please.", 80),
+        ("Summarise it in no more than sixty words.", 60),
+        ("Give me the gist, 50 words max.", 50),
+        ("Write a 100-word summary for the board.", 100),
+        ("Keep it to 40 words or fewer.", 40),
+        ("≤ 60 words, please.", 60),
+        ("In one hundred and fifty words or less, what changed?", 150),
+        ("Summarise the 1,200-word report in 90 words.", 90),
+        ("[s3] Budget (412 words)", None),
+        ("I wrote about 500 words of notes; what is the fee?", None),
+        ("What is the fee?", None),
+    ],
+)
+def test_a_word_limit_is_read_in_any_of_the_ways_english_bounds_a_length(request_text, limit):
+    assert word_limit_of(request_text) == limit
+
+
+@given(st.text(max_size=200))
+def test_a_word_limit_is_a_positive_count_or_none_for_any_text(text):
+    limit = word_limit_of(text)
+    assert limit is None or limit > 0

@@ -200,6 +200,16 @@ def test_a_batch_judge_scores_many_per_call_and_a_bad_trajectory_costs_only_itse
     assert judged[7].record()["score"] == pytest.approx(len(answers[7]) / 100)
 
 
+def test_a_batch_judge_gets_each_group_whole_and_its_lines_as_attempts_at_one_scenario(tmp_path):
+    groups = [None] * (BATCH - 3) + ["g"] * 5 + [None]
+    inputs = _inputs(tmp_path, [f"answer {k}" for k in range(len(groups))], groups)
+    judge = LengthJudge()
+    asyncio.run(judge_inputs(judge, inputs))
+    assert judge.batches == [BATCH - 3, 6], "the group of 5 is not split across two calls"
+    assert {i.trajectory.scenario_id for i in inputs if i.group == "g"} == {"g"}
+    assert inputs[0].trajectory.scenario_id == "t0"  # an ungrouped line is its own scenario
+
+
 def test_a_relative_judge_ranks_each_group_together_and_ungrouped_lines_alone(tmp_path):
     judge = RankJudge()
     judged = asyncio.run(judge_inputs(judge, _inputs(tmp_path, ["a", "bbb", "cc", "dddd", "e"], ["g1", "g2", "g1", "g2", None])))

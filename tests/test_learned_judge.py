@@ -15,6 +15,7 @@ from strategies import examples
 
 from judgegym import Group, Message, Trajectory
 from judgegym.evaluation.judge_bench import load_labelled_groups, run_judge_bench
+from judgegym.formats.chat import asked_and_given
 from judgegym.judges import JudgeScore, LearnedJudge, make_judge
 from judgegym.judges.base import run_sync
 from judgegym.judges.learned import (
@@ -36,6 +37,7 @@ from judgegym.judges.learned import (
 from judgegym.judges.learned import data as learned_data
 from judgegym.judges.learned import training as learned_training
 from judgegym.judges.learned import view as learned_view
+from judgegym.judges.learned.features import claims, claims_unshared
 from judgegym.judges.learned.text import _calendar_word, grounded_entities, question_fit
 from judgegym.trajectory import TerminationReason
 
@@ -48,13 +50,18 @@ SET_SIZES = {
     "judge_groups_handwritten_k": (12, 2),
     "judge_groups_handwritten_l": (16, 0),
     "judge_groups_handwritten_m": (18, 6),
+    "judge_groups_handwritten_n": (16, 4),
+    "judge_groups_handwritten_o": (16, 4),
 }
 """(groups, groups with an injection) a set holds at least, where not (30, 8): sets I and J were
-written to measure the verifiers (8 groups per env), set L to measure abstaining only."""
+written to measure the verifiers (8 groups per env), set L to measure abstaining only, sets N
+and O (invented worlds with tools; the single-turn format) to be scored once, as held-out checks."""
 SET_FAMILIES = {
     "judge_groups_handwritten_k": {"support"},  # set K was written for CustomerSupport's verifier
     "judge_groups_handwritten_l": {"rag", "generic"},  # set L: search-and-read and single-turn groups
     "judge_groups_handwritten_m": {"rag", "generic"},  # set M: invented worlds, search-and-read and single-turn
+    "judge_groups_handwritten_n": {"rag", "summarize", "generic"},  # set N: invented worlds, knowledge bases, actions, documents
+    "judge_groups_handwritten_o": {"generic"},  # set O: the single-turn format
 }
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
@@ -655,8 +662,8 @@ def test_tool_groups_retold_in_the_single_turn_format_keep_answers_and_labels():
     group = Group(scenario_id="g", trajectories=[member("24 months [aurora-2-warranty].", 1.0), member("36 months.", 0.0, read=False)])
     tied = Group(scenario_id="t", trajectories=[member("24 months.", 0.5), member("Two years.", 0.5)])
     unread = Group(scenario_id="u", trajectories=[member("24 months.", 1.0, read=False), member("?", 0.0, read=False)])
-    retold = learned_data.single_turn_groups([group, tied, unread, group])
-    assert [g.scenario_id for g in retold] == ["g/single-turn", "g/single-turn"], "ties and groups that read nothing are left out"
+    retold = learned_data.single_turn_groups([tied, unread, group, group, group])
+    assert [g.scenario_id for g in retold] == ["g/single-turn"] * 3, "ties and groups that read nothing are left out"
     for copy in retold:
         assert [t.final_answer for t in copy.trajectories] == ["24 months [aurora-2-warranty].", "36 months."]
         assert [(t.info["teacher"], t.info["label"]) for t in copy.trajectories] == [(1.0, "agent-1.0"), (0.0, "agent-0.0")]
@@ -664,9 +671,39 @@ def test_tool_groups_retold_in_the_single_turn_format_keep_answers_and_labels():
             assert not t.tools and [m.role for m in t.messages] == ["system", "user", "assistant"]
             assert family_of(t) == "generic" and learned_view.prompt_is_context(t)
             assert "The Aurora 2 has a 24-month warranty." in t.messages[0].content + t.messages[1].content
-    assert "24-month" in retold[0].trajectories[0].messages[0].content, "the first group's context is in the system prompt"
-    assert "24-month" in retold[1].trajectories[0].messages[1].content, "the next one's after the question"
-    assert retold[1].trajectories[0].messages[1].content.startswith("How long is the warranty on the Aurora 2?\n\n")
+    question = "How long is the warranty on the Aurora 2?"
+    before, system, after = (copy.trajectories[0] for copy in retold)  # layouts in turn by the group's index: 2, 0, 1
+    assert "24-month" in system.messages[0].content, "in the system prompt"
+    assert after.messages[1].content.startswith(f"{question}\n\n") and "24-month" in after.messages[1].content, "after the question"
+    assert before.messages[1].content.endswith(f"\n\n{question}") and "24-month" in before.messages[1].content, "before the question"
+    for copy in retold:
+        view = learned_view.View.of(copy.trajectories[0])
+        assert view.question == question and "24-month" in view.context
+
+
+@pytest.mark.parametrize(
+    ("message", "asked"),
+    [
+        ("What changed?\n\nContext:\nThe fee rose to $5.\n\nIt applies from May.", "What changed?"),
+        ("Minutes of 4 May\n\nThe fee rose to $5.\n\nSummarise these, 40 words max.", "Summarise these, 40 words max."),
+        ("Here are the emails:\n\nFrom Dana: moved to Friday.\n\nWhen is the offsite?", "When is the offsite?"),
+        ("Notice of works\n\nLine 4 closes 2-9 May.\n\nMake the calendar entry.", "Make the calendar entry."),
+        ("Is it open?\n\nHours: 9-5. Any questions?", "Is it open?\n\nHours: 9-5. Any questions?"),
+        ("When does it open?", "When does it open?"),
+    ],
+)
+def test_the_question_of_a_prompt_with_its_own_material_is_the_paragraph_that_asks(message, asked):
+    question, material = asked_and_given(message)
+    assert question == asked
+    assert all(p in message for p in material.split("\n\n") if p)
+    trajectory = Trajectory.from_messages([{"role": "user", "content": message}, {"role": "assistant", "content": "Yes."}])
+    assert learned_view.View.of(trajectory).question == asked
+
+
+@given(st.text(max_size=300))
+def test_the_question_and_the_material_come_from_the_message(message):
+    question, material = asked_and_given(message)
+    assert all(p.strip() in message for p in question.split("\n\n") + material.split("\n\n"))
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -675,7 +712,48 @@ def test_features_of_any_conversation_are_finite(messages):
     trajectory = Trajectory(scenario_id="fuzz", messages=[Message(role="system", content="Today is 2025-01-01."), *messages])
     features = trajectory_features(trajectory, NO_EMBEDDING)
     assert list(features) == list(FEATURES)
+    assert math.isnan(features.pop("claims_unshared"))  # scored alone: no peer to agree with
     assert all(math.isfinite(v) for v in features.values())
+    assert 0.0 <= claims_unshared([claims(trajectory), claims(trajectory), set()], [1, 1, 1])[0] <= 1.0
+
+
+def test_claims_are_compared_in_canonical_form_without_what_the_question_states():
+    said = claims(rag("The Aurora 2 is covered for 24 months, about $1,200 of repairs, at Fixit Works [aurora-2-warranty]."))
+    assert said == {"num:24", "num:1200", "name:fixit works"}  # "Aurora 2" is the question's own
+    assert claims(rag("24 months; USD 1200 of repairs, Fixit Works.")) == said
+
+
+def test_an_attempt_is_compared_only_with_the_other_attempts_at_its_task():
+    right, terse, swapped, silent, elsewhere = {"num:24", "num:30"}, {"num:24"}, {"num:12", "num:30"}, set(), {"num:99"}
+    shares = claims_unshared([right, terse, swapped, silent, elsewhere], ["a", "a", "a", "a", "b"])
+    assert shares[:4] == [0.5, 0.5, 0.75, 0.0]  # the silent peer is no vote against; a lone 12 is all its own
+    assert math.isnan(shares[4])  # alone at its task
+
+
+@given(st.lists(st.tuples(st.sets(st.sampled_from("abcdef"), max_size=4), st.integers(0, 2)), max_size=8), st.randoms())
+def test_agreement_is_a_share_whatever_the_order_of_the_attempts(attempts, rng):
+    shares = claims_unshared([c for c, _ in attempts], [k for _, k in attempts])
+    order = list(range(len(attempts)))
+    rng.shuffle(order)
+    shuffled = claims_unshared([attempts[i][0] for i in order], [attempts[i][1] for i in order])
+    for position, i in enumerate(order):
+        assert (math.isnan(shares[i]) and math.isnan(shuffled[position])) or shares[i] == pytest.approx(shuffled[position])
+        assert math.isnan(shares[i]) == (sum(k == attempts[i][1] for _, k in attempts) == 1)
+        assert math.isnan(shares[i]) or 0.0 <= shares[i] <= 1.0
+
+
+def test_the_learned_judge_reads_agreement_only_among_attempts_at_one_task():
+    judge = LearnedJudge()  # the generic head (the shipped rag head is kept from before the feature: it gives it no weight)
+    right, also_right, swapped = (
+        single_turn("On Sunday it opens 12:00-17:30."),
+        single_turn("Sundays: from noon to 17:30."),
+        single_turn("On Sunday it opens 10:00-16:00."),
+    )
+    alone = judge.score_many([swapped])[0].score
+    in_group = judge.score_many([right, also_right, swapped])[2].score
+    other_task = swapped.model_copy(update={"scenario_id": "t"})
+    assert judge.score_many([right, also_right, other_task])[2].score == pytest.approx(alone)
+    assert in_group < alone  # the others state 12:00 and 17:30, not 10:00 and 16:00
 
 
 # -- the shipped heads -----------------------------------------------------------------------------
@@ -816,14 +894,14 @@ def test_judge_reward_takes_the_learned_spec():
 
 def test_the_shipped_training_groups_load_and_are_described():
     files = sorted(learned_training.HANDWRITTEN_GROUPS.glob("*.jsonl"))
-    assert [f.stem for f in files] == ["invented_tools", "invented_tools_2", "single_turn", "single_turn_2"]
+    assert [f.stem for f in files] == [f"{kind}{n}" for kind in ("invented_tools", "single_turn") for n in ("", "_2", "_3")]
     assert all(f.with_suffix(".md").is_file() for f in files)
     groups = learned_training.handwritten_groups()
     assert len(groups) >= 40 and all(0.0 <= t.info["teacher"] <= 1.0 for g in groups for t in g.trajectories)
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefghijklm"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghijklmno"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .summarize import word_limit_of
+
 FORMAT_ERROR_PREFIX = "[format error]"
 """How `ChatEnv` opens the user turn it sends back for a turn it could not use."""
 
@@ -106,4 +108,37 @@ def _call_parts(call: Any) -> tuple[str, str, Any]:
     return str(call.id), call.function.name, call.function.arguments
 
 
-__all__ = ["FORMAT_ERROR_PREFIX", "NOT_EXECUTED_PREFIX", "TOOL_ERROR_PREFIX", "ToolExchange", "tool_call_turn", "tool_exchanges"]
+def asked_and_given(message: str) -> tuple[str, str]:
+    """The paragraphs of a user `message` that ask, and the rest (the material given), for a
+    prompt that holds its own context (`judgegym.judges.facts.prompt_is_context`).
+
+    People put the material first and the request last ("<the minutes>\n\nSummarise these in
+    70 words.", "<three emails>\n\nWhen is the offsite?") as often as the other way round
+    ("What changed?\n\nContext: ..."). So the question is the first or the last paragraph,
+    whichever asks: holds a question mark or states a word limit (`word_limit_of`); both
+    when both ask; the last when neither does (a request after the material is the commoner
+    layout). This reads the message's layout and punctuation, not its wording."""
+    paragraphs = [p.strip() for p in message.strip().split("\n\n") if p.strip()]
+    if len(paragraphs) < 2:
+        return (paragraphs[0] if paragraphs else ""), ""
+
+    def asks(paragraph: str) -> bool:
+        return "?" in paragraph or word_limit_of(paragraph) is not None
+
+    first, last = asks(paragraphs[0]), asks(paragraphs[-1])
+    if first and last:
+        return f"{paragraphs[0]}\n\n{paragraphs[-1]}", "\n\n".join(paragraphs[1:-1])
+    if first:
+        return paragraphs[0], "\n\n".join(paragraphs[1:])
+    return paragraphs[-1], "\n\n".join(paragraphs[:-1])
+
+
+__all__ = [
+    "FORMAT_ERROR_PREFIX",
+    "NOT_EXECUTED_PREFIX",
+    "TOOL_ERROR_PREFIX",
+    "ToolExchange",
+    "asked_and_given",
+    "tool_call_turn",
+    "tool_exchanges",
+]

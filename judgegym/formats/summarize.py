@@ -33,11 +33,62 @@ def shown_section(section_id: str, title: str, text: str) -> str:
     return f"[{section_id}] {title}\n\n{text}"
 
 
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen"
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
+_NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS.split())} | {
+    word: 20 + 10 * value for value, word in enumerate(_TENS.split())
+}
+
+
+def _count_pattern(name: str) -> str:
+    units, tens = _UNITS.replace(" ", "|"), _TENS.replace(" ", "|")
+    return (
+        rf"(?P<{name}>\d{{1,3}}(?:,\d{{3}})*|(?:(?:a|one|two|three|four|five)[ -]hundred(?:[ -](?:and[ -])?)?)?"
+        rf"(?:(?:{tens})(?:[ -](?:{units}))?|{units})?)"
+    )
+
+
+_LIMIT = re.compile(
+    r"(?:\b(?:at most|no more than|not more than|no longer than|not exceeding|not to exceed|fewer than|less than|under|below|"
+    r"up to|within|in|to|max(?:imum)?\.?|limit(?:ed)? (?:of|to))|[≤<]=?)\s*(?:(?:about|around|roughly|approximately|some)\s+)?"
+    + _count_pattern("before")
+    + r"[ -]words?\b|\b"
+    + _count_pattern("after")
+    + r"[ -]words?(?:\s*(?:or (?:fewer|less|under)|max(?:imum)?|tops|at most|limit)\b"
+    + r"|[- ](?:limit|max(?:imum)?|summary|answer|reply|response)\b)",
+    re.IGNORECASE,
+)
+
+
+def _count(text: str) -> int | None:
+    text = text.casefold().replace(",", "")
+    if text.isdigit():
+        return int(text)
+    total = 0
+    for word in re.split(r"[ -]+", text):
+        if word in ("hundred",):
+            total = max(total, 1) * 100
+        elif word in _NUMBER_WORDS:
+            total += _NUMBER_WORDS[word]
+        elif word == "a":
+            total += 1
+    return total or None
+
+
 def word_limit_of(text: str) -> int | None:
-    """The word limit `text` states (`request`'s wording), or None. A fallback for stored
-    conversations: the env publishes the limit as ``info["facts"]["word_limit"]``."""
-    match = WORD_LIMIT.search(text)
-    return int(match.group(1)) if match else None
+    """The word limit `text` asks for, or None: the smallest number of words it names as a
+    bound, in any of the ways English states one, before the number ("at most 100 words",
+    "in under 80 words", "no more than sixty words", "≤ 60 words", "within 50 words") or after
+    it ("50 words max", "70 words or fewer", "a 100-word summary"), in digits or words.
+
+    A rule is right here: how English bounds a length is a small closed grammar, the same in
+    every world, and a number of words stated without a bound ("the 1,200-word report",
+    "[s3] Budget (412 words)") is not a limit. The env publishes its own limit as
+    ``info["facts"]["word_limit"]`` (its `request` says "at most N words"); this reads the
+    limit of any other request, e.g. a stored conversation or a user's own prompt."""
+    counts = [_count(match.group("before") or match.group("after") or "") for match in _LIMIT.finditer(text)]
+    counts = [c for c in counts if c]
+    return min(counts) if counts else None
 
 
 def section_line(section_id: str, title: str, words: int) -> str:

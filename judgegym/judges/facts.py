@@ -19,7 +19,7 @@ from ..formats.chat import FORMAT_ERROR_PREFIX, TOOL_ERROR_PREFIX
 from ..formats.rag import CITATION
 
 if TYPE_CHECKING:
-    from ..trajectory import Message
+    from ..trajectory import Message, Trajectory
 
 # The lookbehind makes a match start only at the beginning of a run, keeping the scan linear.
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
@@ -431,6 +431,18 @@ def _day_count(number: float, stated: Sequence[object], dates: Sequence[object])
     return any(abs((b - a).days) == number for a in stated for b in dates if b != a)  # type: ignore[operator]
 
 
+def prompt_is_context(trajectory: Trajectory) -> bool:
+    """Whether the prompt is the agent's evidence: no tools were offered and none called.
+
+    With tools, the evidence is what they returned, and the system prompt holds instructions
+    and their examples (a ``[doc-id]`` placeholder, a sample figure), which support nothing.
+    Without tools, the prompt is the only place context can have come from, and the common
+    way to give it (the single-turn format of RULER's article, "answer from this
+    information: ...") is the system message. This reads the conversation's shape, not its
+    wording."""
+    return not trajectory.tools and not any(m.role == "tool" or (m.role == "assistant" and m.tool_calls) for m in trajectory.messages)
+
+
 __all__ = [
     "amounts",
     "ABSTENTION",
@@ -443,6 +455,7 @@ __all__ = [
     "with_years",
     "fact_present",
     "normalize_text",
+    "prompt_is_context",
     "seen_text",
     "strip_copied",
 ]

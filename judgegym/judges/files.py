@@ -3,7 +3,9 @@
 A line is one of:
 
 - **a chat record**: ``{"messages": [...OpenAI chat messages...]}``, with optional ``id``,
-  ``group`` (lines sharing a group are judged together by relative judges such as RULER),
+  ``group`` (lines sharing a group are attempts at one scenario, judged together: relative
+  judges such as RULER rank them against each other, and LearnedJudge compares what they
+  state),
   ``tools`` (the OpenAI function schemas offered) and ``task`` (gold data for an env's
   verifier). OpenAI's fine-tuning files (``messages`` plus ``tools``) are such records;
 - **a judgegym trajectory**, as ``judgegym eval --out`` and `write_jsonl` write them (grouped
@@ -122,8 +124,17 @@ def _parse_line(line: str, lineno: int) -> list[JudgeInput]:
         where = ".".join(str(part) for part in first["loc"]) or "<line>"
         raise ValueError(f"field '{where}': {first['msg']}") from None
     name = f"line-{lineno}" if record.id is None else str(record.id)
-    trajectory = Trajectory.from_messages(record.messages, tools=record.tools, scenario_id=name, task=record.task)
+    scenario = name if record.group is None else str(record.group)  # lines of one group are attempts at one scenario
+    trajectory = Trajectory.from_messages(record.messages, tools=record.tools, scenario_id=scenario, task=record.task)
     return [JudgeInput(lineno, name, None if record.group is None else str(record.group), trajectory)]
+
+
+def _by_group(inputs: Sequence[JudgeInput]) -> dict[str, list[int]]:
+    """The indices of `inputs` by group, in first-seen order; an input without a group alone."""
+    by_group: dict[str, list[int]] = {}
+    for i, item in enumerate(inputs):
+        by_group.setdefault(item.group if item.group is not None else f"\0{i}", []).append(i)
+    return by_group
 
 
 async def judge_inputs(
@@ -135,8 +146,8 @@ async def judge_inputs(
 ) -> list[JudgedLine]:
     """Score `inputs` with `judge`, in their order.
 
-    A batch judge (the offline ones) or a verifier scores `BATCH` inputs per call whatever
-    their groups, a batch judge one call at a time; any other judge (relative ones,
+    A batch judge (the offline ones) or a verifier scores up to `BATCH` inputs per call, whole
+    groups together, a batch judge one call at a time; any other judge (relative ones,
     combinations) scores each group together, an input without a group alone, `concurrency`
     groups at once. A judge error
     costs only the trajectories it was about: a failed batch is retried one trajectory at a
@@ -144,12 +155,13 @@ async def judge_inputs(
     """
     chunks: list[list[int]]
     if not isinstance(judge, BatchJudge | Verifier):  # relative, or a combination that may judge a group as a whole
-        by_group: dict[str, list[int]] = {}
-        for i, item in enumerate(inputs):
-            by_group.setdefault(item.group if item.group is not None else f"\0{i}", []).append(i)
-        chunks = list(by_group.values())
-    else:
-        chunks = [list(range(start, min(start + BATCH, len(inputs)))) for start in range(0, len(inputs), BATCH)]
+        chunks = list(_by_group(inputs).values())
+    else:  # whole groups, packed up to BATCH a call: a batch judge may compare a group's members (LearnedJudge does)
+        chunks = []
+        for members in _by_group(inputs).values():
+            if not chunks or len(chunks[-1]) + len(members) > BATCH:
+                chunks.append([])
+            chunks[-1].extend(members)
     results: list[JudgedLine | None] = [None] * len(inputs)
     gate = asyncio.Semaphore(1 if isinstance(judge, BatchJudge) else concurrency)  # a batch already fills the cores
 

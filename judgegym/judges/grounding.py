@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from ..formats.chat import asked_and_given
 from ..formats.rag import CITATION
 from ..trajectory import Trajectory
 from .base import BatchJudge, JudgeScore
-from .facts import ABSTENTION, extract_entities, with_years
+from .facts import ABSTENTION, extract_entities, prompt_is_context, with_years
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -111,7 +112,8 @@ def embed(texts: Sequence[str]) -> np.ndarray:
 class GroundingJudge(BatchJudge):
     """Scores how well the final answer A is grounded in what the agent saw, in [0, 1].
 
-    The *question* Q is the first paragraph of the first user message; the *evidence* is
+    The *question* Q is the first paragraph of the first user message (in a prompt that holds
+    its own context, no tools, the paragraph that asks: `asked_and_given`); the *evidence* is
     every other system / user / tool text (the rest of that message included, e.g.
     prefetched articles), split into sentences. Then:
 
@@ -225,11 +227,12 @@ class _Parts:
     @classmethod
     def of(cls, trajectory: Trajectory) -> _Parts:
         question, evidence = "", []
+        holds_context = prompt_is_context(trajectory)
         for message in trajectory.messages:
             if message.role == "assistant" or not message.content:
                 continue
             if message.role == "user" and not question:
-                question, _, rest = message.content.strip().partition("\n\n")
+                question, rest = asked_and_given(message.content) if holds_context else message.content.strip().partition("\n\n")[::2]
                 evidence.append(rest)
             else:
                 evidence.append(message.content)

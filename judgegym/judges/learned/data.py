@@ -697,8 +697,8 @@ def single_turn_groups(groups: Sequence[Group], *, seed: int = 0) -> list[Group]
 
     A group's context is every article or section any member read in full (the same for all
     members, in the order first read), placed, group by group in turn, in the system message
-    after an instruction or in the user message after the question (`View` takes the first
-    paragraph of the user message as the question). The teacher's
+    after an instruction, in the user message after the question, or in the user message
+    before it (`asked_and_given` finds the question in either place). The teacher's
     labels carry over: what an answer states, cites or leaves out is judged against the same
     material. Groups whose members read nothing, or whose labels all tie, are left out. This
     gives the generic head, which scores any conversation without a known toolset, the format
@@ -719,10 +719,12 @@ def single_turn_groups(groups: Sequence[Group], *, seed: int = 0) -> list[Group]
         first = group.trajectories[0]
         question = next((m.content or "" for m in first.messages if m.role == "user"), "").strip().partition("\n\n")[0]
         instruction = rng.choice(_SINGLE_TURN_INSTRUCTIONS)
-        if index % 2 == 0:
+        if index % 3 == 0:
             prompt = [{"role": "system", "content": f"{instruction}\n\n{context}"}, {"role": "user", "content": question}]
-        else:
+        elif index % 3 == 1:
             prompt = [{"role": "system", "content": instruction}, {"role": "user", "content": f"{question}\n\nContext:\n{context}"}]
+        else:
+            prompt = [{"role": "system", "content": instruction}, {"role": "user", "content": f"{context}\n\n{question}"}]
         members = []
         for trajectory in group.trajectories:
             turns = [*prompt, {"role": "assistant", "content": trajectory.final_answer}]
@@ -754,7 +756,8 @@ def dataset(groups: Sequence[Group], groundings: Sequence[JudgeScore] | None = N
     """Features of every trajectory and the pairs the teacher orders. `groundings`, one per
     trajectory in order, are GroundingJudge's scores (one embedding pass when omitted)."""
     trajectories = [t for g in groups for t in g.trajectories]
-    x = features_matrix(trajectories, groundings)
+    tasks = [index for index, g in enumerate(groups) for _ in g.trajectories]  # a group's members are attempts at one task
+    x = np.nan_to_num(features_matrix(trajectories, groundings, tasks), nan=0.0)  # NaN: a group of one
     y = np.clip(np.array([t.info["teacher"] for t in trajectories]), 0.0, 1.0)
     pairs, weights, ties, rows, start = [], [], [], [], 0
     for index, group in enumerate(groups):

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from ...formats.rag import CITATION
 from ...formats.summarize import word_limit_of
 from ...trajectory import Trajectory
 from ..abstention import abstains
@@ -29,11 +30,12 @@ from .text import (
     figures_misattached,
     grounded_entities,
     listed_share,
+    named,
     names_seen_share,
     question_fit,
     said_parts,
 )
-from .view import read_trajectory
+from .view import View, read_trajectory
 
 FAMILIES = ("rag", "support", "summarize", "generic")
 """Task families, each with its own head; `family_of` says which a trajectory belongs to."""
@@ -62,6 +64,8 @@ FEATURES = (
     "abstained_x_unseen",
     "abstained_x_escalation",
     "figures_x_unseen",
+    # the other attempts at the same task
+    "claims_unshared",
     # embeddings (GroundingJudge's components)
     "support",
     "min_similarity",
@@ -144,14 +148,69 @@ _HEDGE = re.compile(
 _STOP_TOKEN = "###STOP###"
 
 
-def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = None) -> dict[str, float]:
+Read = tuple[View, str, str]
+"""`read_trajectory`'s (view, what was seen, the answer), computed once per trajectory."""
+
+
+def claims(trajectory: Trajectory, read: Read | None = None) -> set[str]:
+    """What the final answer asserts that can be compared across attempts whatever their
+    wording: its figures, dates, times, emails and phones in canonical form
+    (`extract_entities`: "$1,200" and "1200 dollars" are one claim, "6:30 pm" and "18:30"
+    another) and the multi-word names it gives ("Dana Whitfield", "Canalside Works"), less
+    those the question itself states."""
+    view, _, answer = read or read_trajectory(trajectory)
+    said = CITATION.sub(" ", answer)
+    asked = extract_entities(view.question) | {f"name:{name}" for name in named(view.question)}
+    return (extract_entities(said) | {f"name:{name}" for name in named(said)}) - asked
+
+
+def claims_unshared(claimed: Sequence[set[str]], tasks: Sequence[Hashable]) -> list[float]:
+    """For each attempt, how much of what it claims (`claims`) the other attempts at the same
+    task (equal `tasks` key) do not: the mean, over its claims, of the share of those other
+    attempts that make claims but not this one. 0 for an attempt that claims nothing or whose
+    peers claim nothing; NaN for an attempt with no peer (scored alone).
+
+    Why agreement: attempts that read the same sources and got it right tend to state the same
+    figures, while a swapped figure, a sibling's price or an invented detail is each attempt's
+    own. This holds for any wording, world or format, because the claims are compared in
+    canonical form, and it is the signal a relative judge reads when it looks at a group (the
+    RULER article's judge sees the whole group; majority voting over samples is the reward of
+    test-time RL). An extra detail only the best attempt gives is also unshared: how much
+    agreement weighs against the other features is the learned head's to say. One attempt
+    cannot raise its own agreement, since it is counted only against the others."""
+    out: list[float] = []
+    by_task: dict[Hashable, list[int]] = {}
+    for index, key in enumerate(tasks):
+        by_task.setdefault(key, []).append(index)
+    for index, key in enumerate(tasks):
+        peers = [claimed[j] for j in by_task[key] if j != index]
+        if not peers:
+            out.append(math.nan)
+            continue
+        talking = [p for p in peers if p]
+        own = claimed[index]
+        out.append(sum(sum(c not in p for p in talking) / len(talking) for c in own) / len(own) if own and talking else 0.0)
+    return out
+
+
+def task_key(trajectory: Trajectory, view: View | None = None) -> tuple[str, str]:
+    """Which attempts are at the same task, for `claims_unshared`: the scenario and the
+    question asked (`view`: the trajectory's, when already read)."""
+    return trajectory.scenario_id, (view or View.of(trajectory)).question
+
+
+def trajectory_features(
+    trajectory: Trajectory, grounding: JudgeScore | None = None, *, unshared: float = math.nan, read: Read | None = None
+) -> dict[str, float]:
     """The gold-free features of `trajectory`, by `FEATURES` name, each roughly in [0, 1] or
-    a small count. `grounding` is `GroundingJudge`'s score of it (computed when omitted)."""
+    a small count. `grounding` is `GroundingJudge`'s score of it (computed when omitted);
+    `unshared` is its `claims_unshared` value among the attempts it is scored with (NaN: none,
+    and a head reads it as its training mean)."""
     if grounding is None:
         from ..grounding import GroundingJudge
 
         grounding = GroundingJudge().score_many([trajectory])[0]
-    view, seen, answer = read_trajectory(trajectory)
+    view, seen, answer = read or read_trajectory(trajectory)
     g = grounding.components
     answered = bool(answer.strip(" \n\t.,;:!?-"))
     words = len(view.answer.split())
@@ -187,6 +246,7 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
         "abstained_x_unseen": float(abstained) * (1.0 - names_seen),
         "abstained_x_escalation": float(abstained and bool(ESCALATION.search(answer))),
         "figures_x_unseen": float(bool(entities) and not abstained) * (1.0 - names_seen),
+        "claims_unshared": unshared,
         "support": g.get("support", 0.0),
         "min_similarity": g.get("min_similarity", 0.0),
         "coverage": g.get("coverage", 0.0),
@@ -206,12 +266,21 @@ def trajectory_features(trajectory: Trajectory, grounding: JudgeScore | None = N
     return {name: float(features[name]) for name in FEATURES}
 
 
-def features_matrix(trajectories: Sequence[Trajectory], groundings: Sequence[JudgeScore] | None = None) -> np.ndarray:
+def features_matrix(
+    trajectories: Sequence[Trajectory],
+    groundings: Sequence[JudgeScore] | None = None,
+    tasks: Sequence[Hashable] | None = None,
+) -> np.ndarray:
     """`trajectory_features` of each trajectory as rows in `FEATURES` order; `groundings`
-    (GroundingJudge's scores of them) are computed in one embedding call when omitted."""
+    (GroundingJudge's scores of them) are computed in one embedding call when omitted.
+    `tasks` says which trajectories are attempts at the same task (`task_key` when omitted),
+    for `claims_unshared`."""
     if groundings is None:
         from ..grounding import GroundingJudge
 
         groundings = GroundingJudge().score_many(trajectories)
-    rows = (trajectory_features(t, g) for t, g in zip(trajectories, groundings, strict=True))
+    reads = [read_trajectory(t) for t in trajectories]
+    keys = list(tasks) if tasks is not None else [task_key(t, r[0]) for t, r in zip(trajectories, reads, strict=True)]
+    unshared = claims_unshared([claims(t, r) for t, r in zip(trajectories, reads, strict=True)], keys)
+    rows = (trajectory_features(t, g, unshared=u, read=r) for t, g, u, r in zip(trajectories, groundings, unshared, reads, strict=True))
     return np.array([[row[name] for name in FEATURES] for row in rows]).reshape(len(trajectories), len(FEATURES))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...trajectory import Trajectory
 from ..base import BatchJudge, JudgeScore
-from .features import FEATURES, trajectory_features
+from .features import FEATURES, features_matrix
 from .text import prefetch_fit_texts
 from .view import family_of
 
@@ -64,6 +64,11 @@ class LearnedJudge(BatchJudge):
     groups on verifier-labelled episodes of the envs' train splits. `heads` defaults to the
     shipped weights; pass `load_heads(path)` for retrained ones. Components: the family, the
     head's logit and the features it weighs most, so an explanation says why.
+
+    Attempts at the same task scored in one call (same scenario id and question, e.g. a GRPO
+    group or a judge-bench group) are also compared with one another: `claims_unshared` is
+    how much of the figures and names an attempt states the others do not. Scored alone, an
+    attempt has no peer and that feature is read at its training mean, so it moves nothing.
     """
 
     heads: dict[str, Head] | None = None
@@ -77,16 +82,16 @@ class LearnedJudge(BatchJudge):
         heads = self.heads if self.heads is not None else _shipped_heads()
         groundings = GroundingJudge().score_many(trajectories)
         prefetch_fit_texts(trajectories)
+        matrix = features_matrix(trajectories, groundings)
         scores = []
-        for trajectory, grounding in zip(trajectories, groundings, strict=True):
-            features = trajectory_features(trajectory, grounding)
+        for trajectory, row in zip(trajectories, matrix, strict=True):
             family = family_of(trajectory)
             head = heads.get(family) or heads["generic"]
-            x = np.array([features[name] for name in FEATURES])
+            x = np.where(np.isnan(row), np.asarray(head.mean), row)  # scored alone: no peer to agree with, no push either way
             logit = float(head.logit(x))
             score = 0.0 if not trajectory.final_answer.strip() else 1.0 / (1.0 + math.exp(-logit))
             contributions = (x - np.asarray(head.mean)) / np.asarray(head.scale) * np.asarray(head.weights)
-            components = {"logit": logit, **{name: features[name] for name in _LOGGED}}
+            components = {"logit": logit, **{name: float(x[FEATURES.index(name)]) for name in _LOGGED}}
             why = explain(FEATURES, x, contributions, np.asarray(head.mean))
             scores.append(JudgeScore(score=min(1.0, max(0.0, score)), explanation=f"{family} head: {why}", components=components))
         return scores
@@ -130,6 +135,10 @@ FEATURE_WORDS: dict[str, tuple[str, str]] = {
     "abstained_x_unseen": ("abstains where the sources never name the subject", "no abstention on an unnamed subject"),
     "abstained_x_escalation": ("abstains and offers escalation", "no abstention with escalation"),
     "figures_x_unseen": ("gives figures for a subject the sources never name", "no figures for an unnamed subject"),
+    "claims_unshared": (
+        "states figures or names the other attempts do not",
+        "states the figures and names the other attempts state too",
+    ),
     "support": ("its sentences are supported by what it read", "its sentences are weakly supported by what it read"),
     "min_similarity": ("even its least supported sentence has support", "some sentence has no support"),
     "coverage": ("its answer is on the question", "its answer is off the question"),

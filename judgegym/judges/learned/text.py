@@ -367,6 +367,13 @@ def name_runs(text: str) -> list[str]:
     return NAME_RUN.findall(text)
 
 
+def named(text: str) -> set[str]:
+    """The `name_key` of each name `text` gives ("Dana Whitfield", "Zephyr 6 Pro"), leaving out
+    a currency code with its figure ("USD 1200") and runs of numbers alone."""
+    runs = name_runs(_UNIT_CODE.sub(" ", text))
+    return {name_key(run) for run in runs if any(c.isalpha() for c in run)}
+
+
 def name_key(run: str) -> str:
     words = run.casefold().split()
     return " ".join(words[1:] if words[0] in ("the", "a", "an", "our", "your", "this") and len(words) > 2 else words)

@@ -89,6 +89,7 @@ SIGNS: dict[str, int] = {
     **dict.fromkeys(
         (
             "over_limit", "copied_instructions", "listed", "addresses_judge", "hedges", "figures_x_unseen", "unsupported",
+            "claims_unshared",
             "abstained_x_match", "abstained_x_match_unnamed",
             "format_errors", "truncated", "refused_calls", "write_before_identified", "write_unmentioned_order",
             "unconfirmed_writes", "false_claims", "outside_window", "dispute_refunded", "needless_escalation", "title_share",

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...formats.chat import FORMAT_ERROR_PREFIX, ToolExchange, tool_exchanges
+from ...formats.chat import FORMAT_ERROR_PREFIX, ToolExchange, asked_and_given, tool_exchanges
 from ...trajectory import Trajectory
-from ..facts import seen_text, strip_copied, with_years
+from ..facts import prompt_is_context, seen_text, strip_copied, with_years
 
 
 @dataclass
@@ -26,7 +26,8 @@ class View:
     context (`prompt_is_context`)."""
     context: str = ""
     """What the prompt gives as evidence where `prompt_is_context`: the system prompt and the
-    first user message after its question paragraph; "" otherwise."""
+    first user message's paragraphs other than the question's (`asked_and_given`); ""
+    otherwise."""
     calls: list[ToolExchange] = field(default_factory=list)
     user_texts: list[str] = field(default_factory=list)
     assistant_texts: list[str] = field(default_factory=list)
@@ -39,8 +40,8 @@ class View:
         system = "\n".join(m.content or "" for m in trajectory.messages if m.role == "system")
         first_user = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
         facts = trajectory.info.get("facts")
-        question, _, rest = first_user.strip().partition("\n\n")
         in_prompt = prompt_is_context(trajectory)
+        question, rest = asked_and_given(first_user) if in_prompt else first_user.strip().partition("\n\n")[::2]
         view = cls(
             system=system,
             question=question,
@@ -62,18 +63,6 @@ class View:
             elif message.role == "assistant" and message.content:
                 view.assistant_texts.append(message.content)
         return view
-
-
-def prompt_is_context(trajectory: Trajectory) -> bool:
-    """Whether the prompt is the agent's evidence: no tools were offered and none called.
-
-    With tools, the evidence is what they returned, and the system prompt holds instructions
-    and their examples (a ``[doc-id]`` placeholder, a sample figure), which support nothing.
-    Without tools, the prompt is the only place context can have come from, and the common
-    way to give it (the single-turn format of RULER's article, "answer from this
-    information: ...") is the system message. This reads the conversation's shape, not its
-    wording."""
-    return not trajectory.tools and not any(m.role == "tool" or (m.role == "assistant" and m.tool_calls) for m in trajectory.messages)
 
 
 def family_of(trajectory: Trajectory) -> str:
