@@ -137,7 +137,7 @@ FEATURE_WORDS: dict[str, tuple[str, str]] = {
     "figures_x_unseen": ("gives figures for a subject the sources never name", "no figures for an unnamed subject"),
     "claims_unshared": (
         "states figures or names the other attempts do not",
-        "states the figures and names the other attempts state too",
+        "states nothing the other attempts do not (the figures and names it gives, if any, they give too)",
     ),
     "support": ("its sentences are supported by what it read", "its sentences are weakly supported by what it read"),
     "min_similarity": ("even its least supported sentence has support", "some sentence has no support"),
