@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -37,7 +38,7 @@ from judgegym.judges.learned import (
 from judgegym.judges.learned import data as learned_data
 from judgegym.judges.learned import training as learned_training
 from judgegym.judges.learned import view as learned_view
-from judgegym.judges.learned.features import claims, claims_unshared
+from judgegym.judges.learned.features import claims, claims_unshared, hedges
 from judgegym.judges.learned.text import _calendar_word, grounded_entities, question_fit
 from judgegym.trajectory import TerminationReason
 
@@ -714,7 +715,9 @@ def test_features_of_any_conversation_are_finite(messages):
     assert list(features) == list(FEATURES)
     assert math.isnan(features.pop("claims_unshared"))  # scored alone: no peer to agree with
     assert all(math.isfinite(v) for v in features.values())
-    assert 0.0 <= claims_unshared([claims(trajectory), claims(trajectory), set()], [1, 1, 1])[0] <= 1.0
+    said = claims(trajectory)
+    share = claims_unshared([said, said, set()], [1, 1, 1])[0]
+    assert math.isnan(share) if not said else share == 0.0  # nothing to compare, or all of it shared
 
 
 def test_claims_are_compared_in_canonical_form_without_what_the_question_states():
@@ -723,11 +726,22 @@ def test_claims_are_compared_in_canonical_form_without_what_the_question_states(
     assert claims(rag("24 months; USD 1200 of repairs, Fixit Works.")) == said
 
 
+def test_a_hedge_the_sources_make_themselves_is_not_the_answers_doubt():
+    seen = "Reservations cost EUR 0.80. Transfers between branches usually take 2 to 4 working days."
+    assert not hedges("It costs EUR 0.80 and arrives usually within 2 to 4 working days.", seen)  # the sources' own
+    assert hedges("I think it costs EUR 0.80.", seen)  # the answer's doubt about a figure the sources state plainly
+    assert hedges("It usually costs EUR 0.80.", seen)  # "usually" moved onto a figure stated without it
+    assert hedges("Delivery probably takes 2 to 4 working days.", seen)  # another hedge than the sources'
+    assert not hedges("It costs EUR 0.80.", seen)
+
+
 def test_an_attempt_is_compared_only_with_the_other_attempts_at_its_task():
     right, terse, swapped, silent, elsewhere = {"num:24", "num:30"}, {"num:24"}, {"num:12", "num:30"}, set(), {"num:99"}
     shares = claims_unshared([right, terse, swapped, silent, elsewhere], ["a", "a", "a", "a", "b"])
-    assert shares[:4] == [0.5, 0.5, 0.75, 0.0]  # the silent peer is no vote against; a lone 12 is all its own
+    assert shares[:3] == [0.5, 0.5, 0.75]  # the silent peer is no vote against; a lone 12 is all its own
+    assert math.isnan(shares[3])  # claims nothing: not "agrees with everyone"
     assert math.isnan(shares[4])  # alone at its task
+    assert math.isnan(claims_unshared([right, silent, silent], ["a"] * 3)[0])  # its peers claim nothing
 
 
 @given(st.lists(st.tuples(st.sets(st.sampled_from("abcdef"), max_size=4), st.integers(0, 2)), max_size=8), st.randoms())
@@ -738,7 +752,9 @@ def test_agreement_is_a_share_whatever_the_order_of_the_attempts(attempts, rng):
     shuffled = claims_unshared([attempts[i][0] for i in order], [attempts[i][1] for i in order])
     for position, i in enumerate(order):
         assert (math.isnan(shares[i]) and math.isnan(shuffled[position])) or shares[i] == pytest.approx(shuffled[position])
-        assert math.isnan(shares[i]) == (sum(k == attempts[i][1] for _, k in attempts) == 1)
+        alone = sum(k == attempts[i][1] for _, k in attempts) == 1
+        peers_silent = not any(c for j, (c, k) in enumerate(attempts) if j != i and k == attempts[i][1])
+        assert math.isnan(shares[i]) == (alone or not attempts[i][0] or peers_silent)
         assert math.isnan(shares[i]) or 0.0 <= shares[i] <= 1.0
 
 
@@ -754,6 +770,8 @@ def test_the_learned_judge_reads_agreement_only_among_attempts_at_one_task():
     other_task = swapped.model_copy(update={"scenario_id": "t"})
     assert judge.score_many([right, also_right, other_task])[2].score == pytest.approx(alone)
     assert in_group < alone  # the others state 12:00 and 17:30, not 10:00 and 16:00
+    silent = single_turn("I'm sorry, the timetable doesn't say.")
+    assert judge.score_many([right, also_right, silent])[2].score == pytest.approx(judge.score_many([silent])[0].score)
 
 
 # -- the shipped heads -----------------------------------------------------------------------------
@@ -967,7 +985,7 @@ def test_the_training_cache_gives_back_the_same_data(tmp_path):
     assert len(list(tmp_path.glob("support-*.jsonl"))) == len(learned_data.family_agents("support"))
     assert [g.model_dump() for g in again] == [g.model_dump() for g in played] and cached == groundings
     first, second = learned_data.dataset(played, groundings), learned_data.dataset(again, cached)
-    assert np.array_equal(first.x, second.x) and np.array_equal(first.pairs, second.pairs)
+    assert np.array_equal(first.x, second.x, equal_nan=True) and np.array_equal(first.pairs, second.pairs)
 
 
 def _conflicting_groups(n_generated: int, n_written: int) -> tuple[learned_data.Dataset, np.ndarray]:
@@ -1011,6 +1029,25 @@ def test_the_handwritten_weight_is_chosen_by_agreement_on_unseen_groups_of_both_
     best = data.y[written_rows].reshape(-1, 4).argmax(axis=1)
     hits = [(h.logit(data.x[written_rows]).reshape(-1, 4).argmax(axis=1) == best).mean() for h in (head, generated_only)]
     assert hits[0] > hits[1]
+
+
+def test_a_feature_that_could_not_be_measured_is_read_at_its_mean_in_the_fit_and_the_head():
+    data, _ = _conflicting_groups(20, 0)
+    a = FEATURES.index("claims_unshared")
+    x = data.x.copy()
+    x[:, a] = np.where(np.arange(len(x)) % 3 == 0, np.nan, data.y)  # measured on two rows in three
+    head = learned_training.fit_head(dataclasses.replace(data, x=x))
+    assert all(map(math.isfinite, (*head.mean, *head.scale, *head.weights, head.bias)))
+    assert head.mean[a] == pytest.approx(np.nanmean(x[:, a]))
+    row = np.nan_to_num(x[3])
+    missing = row.copy()
+    missing[a] = np.nan
+    at_mean = row.copy()
+    at_mean[a] = head.mean[a]
+    assert head.logit(missing) == pytest.approx(head.logit(at_mean))  # pushes neither way
+    x[:, a] = np.nan  # never measured: weight 0, and no NaN anywhere in the head
+    never = learned_training.fit_head(dataclasses.replace(data, x=x))
+    assert never.weights[a] == 0.0 and all(map(math.isfinite, (*never.mean, *never.scale, never.bias)))
 
 
 @pytest.mark.slow

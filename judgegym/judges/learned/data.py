@@ -744,7 +744,7 @@ class Dataset:
     and the ties: pairs of good episodes (teacher >= 0.5) the teacher scores alike, whose
     scores the fit pulls together (so padding a good answer earns nothing)."""
 
-    x: np.ndarray
+    x: np.ndarray  # NaN where a feature could not be measured (`claims_unshared`); the fit reads it at the mean
     y: np.ndarray
     pairs: np.ndarray  # int columns: better, worse
     weights: np.ndarray
@@ -757,7 +757,7 @@ def dataset(groups: Sequence[Group], groundings: Sequence[JudgeScore] | None = N
     trajectory in order, are GroundingJudge's scores (one embedding pass when omitted)."""
     trajectories = [t for g in groups for t in g.trajectories]
     tasks = [index for index, g in enumerate(groups) for _ in g.trajectories]  # a group's members are attempts at one task
-    x = np.nan_to_num(features_matrix(trajectories, groundings, tasks), nan=0.0)  # NaN: a group of one
+    x = features_matrix(trajectories, groundings, tasks)
     y = np.clip(np.array([t.info["teacher"] for t in trajectories]), 0.0, 1.0)
     pairs, weights, ties, rows, start = [], [], [], [], 0
     for index, group in enumerate(groups):

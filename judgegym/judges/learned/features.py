@@ -3,6 +3,7 @@ which features each task family's head reads (`FAMILY_FEATURES`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Hashable, Sequence
@@ -24,6 +25,8 @@ from .rag import retrieval_features
 from .summarize import section_features
 from .support import action_features
 from .text import (
+    CONTENT_WORD,
+    SENTENCE_END,
     copied_share,
     entity_context,
     figures_fit_elsewhere,
@@ -143,6 +146,41 @@ _HEDGE = re.compile(
     r"i'm not (?:entirely |completely |100% )?(?:sure|certain)|not (?:entirely )?sure|roughly|around|approximately|typically|usually)\b",
     re.IGNORECASE,
 )
+"""Words by which a writer marks a statement as uncertain or approximate. A rule, because
+English marks doubt with a small closed set of adverbs and verbs of belief; what a rule
+cannot tell (whose doubt it is) `hedges` settles against the sources."""
+
+
+def hedges(answer: str, seen: str) -> bool:
+    """Whether `answer` marks something as uncertain that its sources state without doubt.
+    A hedge the sources make themselves ("transfers usually take 2 to 4 working days",
+    restated as "usually within 2 to 4 working days") reports the sources faithfully and is
+    not the answer's doubt: a hedge is its own unless a seen sentence holds the same hedge
+    and shares a figure, or two other content words, with the answer's sentence."""
+    matches = [(sentence, match.group(0).casefold()) for sentence in SENTENCE_END.split(answer) for match in _HEDGE.finditer(sentence)]
+    if not matches:
+        return False
+    sources = _hedged_sentences(seen)
+    for sentence, hedge in matches:
+        words = _words(sentence) - set(hedge.split())
+        figures = extract_entities(sentence)
+        if not any(hedge in text and (figures & said or len(words & used) >= 2) for text, used, said in sources):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=32)  # the attempts of a group read the same sources
+def _hedged_sentences(seen: str) -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """The seen sentences that hedge: (casefolded text, content words, figures) of each."""
+    return tuple(
+        (sentence.casefold(), frozenset(_words(sentence)), frozenset(extract_entities(sentence)))
+        for sentence in SENTENCE_END.split(seen)
+        if _HEDGE.search(sentence)
+    )
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in CONTENT_WORD.findall(text)}
 
 
 _STOP_TOKEN = "###STOP###"
@@ -167,8 +205,10 @@ def claims(trajectory: Trajectory, read: Read | None = None) -> set[str]:
 def claims_unshared(claimed: Sequence[set[str]], tasks: Sequence[Hashable]) -> list[float]:
     """For each attempt, how much of what it claims (`claims`) the other attempts at the same
     task (equal `tasks` key) do not: the mean, over its claims, of the share of those other
-    attempts that make claims but not this one. 0 for an attempt that claims nothing or whose
-    peers claim nothing; NaN for an attempt with no peer (scored alone).
+    attempts that make claims but not this one. NaN where there is nothing to compare: an
+    attempt scored alone, one that claims nothing (an abstention, a bare "yes": it would
+    otherwise count as agreeing with everyone), or one whose peers claim nothing; a head
+    reads NaN at its training mean (`Head`), so it pushes neither way.
 
     Why agreement: attempts that read the same sources and got it right tend to state the same
     figures, while a swapped figure, a sibling's price or an invented detail is each attempt's
@@ -189,7 +229,7 @@ def claims_unshared(claimed: Sequence[set[str]], tasks: Sequence[Hashable]) -> l
             continue
         talking = [p for p in peers if p]
         own = claimed[index]
-        out.append(sum(sum(c not in p for p in talking) / len(talking) for c in own) / len(own) if own and talking else 0.0)
+        out.append(sum(sum(c not in p for p in talking) / len(talking) for c in own) / len(own) if own and talking else math.nan)
     return out
 
 
@@ -238,7 +278,7 @@ def trajectory_features(
         "figures_misattached": figures_misattached(answer, seen),
         "figures_fit_elsewhere": figures_fit_elsewhere(answer, seen),
         "addresses_judge": float(addresses_grader(view.answer)),
-        "hedges": float(bool(_HEDGE.search(answer))),
+        "hedges": float(hedges(answer, seen)),
         "abstained": float(abstained),
         "abstained_x_match": match,
         "abstained_x_match_unnamed": match_unnamed,

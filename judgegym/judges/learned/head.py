@@ -25,15 +25,21 @@ WEIGHTS_PATH = Path(__file__).with_name("weights.json")
 
 @dataclass(frozen=True)
 class Head:
-    """One family's linear head: ``sigmoid(weights . (x - mean) / scale + bias)``."""
+    """One family's linear head: ``sigmoid(weights . (x - mean) / scale + bias)``. A feature
+    that cannot be measured (NaN: agreement with no peer, or of an answer that claims nothing)
+    is read at its training mean, so it pushes neither way."""
 
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     weights: tuple[float, ...]
     bias: float
 
+    def impute(self, x: np.ndarray) -> np.ndarray:
+        """`x` with each NaN replaced by its feature's training mean."""
+        return np.where(np.isnan(x), np.asarray(self.mean), x)
+
     def logit(self, x: np.ndarray) -> np.ndarray:
-        return ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
+        return ((self.impute(x) - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
 
 
 def load_heads(path: str | Path = WEIGHTS_PATH) -> dict[str, Head]:
@@ -87,7 +93,7 @@ class LearnedJudge(BatchJudge):
         for trajectory, row in zip(trajectories, matrix, strict=True):
             family = family_of(trajectory)
             head = heads.get(family) or heads["generic"]
-            x = np.where(np.isnan(row), np.asarray(head.mean), row)  # scored alone: no peer to agree with, no push either way
+            x = head.impute(row)  # a feature that could not be measured pushes neither way
             logit = float(head.logit(x))
             score = 0.0 if not trajectory.final_answer.strip() else 1.0 / (1.0 + math.exp(-logit))
             contributions = (x - np.asarray(head.mean)) / np.asarray(head.scale) * np.asarray(head.weights)

@@ -18,6 +18,7 @@ import json
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -123,10 +124,12 @@ def fit_head(
     same: its pairs' weights are scaled to one group's share, so a group of 14 agents (91
     pairs) counts no more than a perturbation group of 8 (28 pairs); `group_weights` (one
     per group of `data.group`) weighs some groups more than others."""
-    mean = data.x.mean(axis=0)
-    scale = data.x.std(axis=0)
-    scale[scale < 1e-6] = 1.0
-    z = (data.x - mean) / scale
+    with warnings.catch_warnings():  # a feature never measured in `data` (all NaN) gets mean 0 and weight 0
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nan_to_num(np.nanmean(data.x, axis=0))  # NaN: not measured (see `Head`); read at the mean
+        spread = np.nan_to_num(np.nanstd(data.x, axis=0))
+    scale = np.where(spread < 1e-6, 1.0, spread)
+    z = np.nan_to_num((data.x - mean) / scale)
     better, worse = data.pairs[:, 0], data.pairs[:, 1]
     of_group = data.group[better]
     weights = data.weights / np.bincount(of_group, weights=data.weights)[of_group]  # each group sums to 1
@@ -166,7 +169,7 @@ def fit_head(
     result = minimize(
         loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B", bounds=[*bounds, (None, None)], options={"maxiter": 2000}
     )
-    weights = np.where(data.x.std(axis=0) < 1e-6, 0.0, result.x[:-1])
+    weights = np.where(spread < 1e-6, 0.0, result.x[:-1])
     return Head(mean=tuple(map(float, mean)), scale=tuple(map(float, scale)), weights=tuple(map(float, weights)), bias=float(result.x[-1]))
 
 
