@@ -143,6 +143,15 @@ def test_a_date_a_stated_number_of_days_from_a_known_one_is_supported():
     assert _unsupported("The window closed on 19 August.", context) == ["date:2025-08-19"]
 
 
+def test_a_date_the_context_writes_without_its_year_supports_the_answers_dated_one():
+    from judgegym.judges.grounding import _unsupported
+
+    context = "#5012 - 4 Feb 2025 - delivered 7 Feb\n#5302 - 2 Apr 2025 - dispatched 4 Apr"
+    assert _unsupported("It was dispatched on 2025-04-04.", context) == []
+    assert _unsupported("It was dispatched on 4 April.", context) == []
+    assert _unsupported("It was dispatched on 2025-04-05.", context) == ["date:2025-04-05"]
+
+
 def test_abstention_scores_mid_and_empty_answers_zero():
     abstain = "I couldn't find the warranty for that product in our knowledge base. Shall I escalate to a human agent?"
     score = JUDGE.score_sync(_trajectory(abstain, "Shipping to Poland takes 5 business days."))

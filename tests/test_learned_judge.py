@@ -19,6 +19,7 @@ from judgegym.evaluation.judge_bench import load_labelled_groups, run_judge_benc
 from judgegym.formats.chat import asked_and_given
 from judgegym.judges import JudgeScore, LearnedJudge, make_judge
 from judgegym.judges.base import run_sync
+from judgegym.judges.facts import extract_entities
 from judgegym.judges.learned import (
     FAMILY_FEATURES,
     FEATURES,
@@ -53,16 +54,21 @@ SET_SIZES = {
     "judge_groups_handwritten_m": (18, 6),
     "judge_groups_handwritten_n": (16, 4),
     "judge_groups_handwritten_o": (16, 4),
+    "judge_groups_handwritten_p": (16, 2),
+    "judge_groups_handwritten_q": (14, 3),
 }
 """(groups, groups with an injection) a set holds at least, where not (30, 8): sets I and J were
 written to measure the verifiers (8 groups per env), set L to measure abstaining only, sets N
-and O (invented worlds with tools; the single-turn format) to be scored once, as held-out checks."""
+and O (invented worlds with tools; the single-turn format), and later P and Q (the same two
+kinds, written before the sixteenth version), to be scored once, as held-out checks."""
 SET_FAMILIES = {
     "judge_groups_handwritten_k": {"support"},  # set K was written for CustomerSupport's verifier
     "judge_groups_handwritten_l": {"rag", "generic"},  # set L: search-and-read and single-turn groups
     "judge_groups_handwritten_m": {"rag", "generic"},  # set M: invented worlds, search-and-read and single-turn
     "judge_groups_handwritten_n": {"rag", "summarize", "generic"},  # set N: invented worlds, knowledge bases, actions, documents
     "judge_groups_handwritten_o": {"generic"},  # set O: the single-turn format
+    "judge_groups_handwritten_p": {"generic"},  # set P: the single-turn format
+    "judge_groups_handwritten_q": {"rag", "support", "generic"},  # set Q: invented worlds; a bare answer first is generic
 }
 NO_EMBEDDING = JudgeScore(score=0.5, components={"support": 0.5, "grounding": 1.0})  # features without GroundingJudge's pass
 
@@ -369,6 +375,24 @@ def test_the_other_fact_agent_quotes_another_sentence_of_the_right_article():
     assert rewritten == "You have 24 months [sierra-5-plus-warranty]."
     episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=rewritten)])
     assert learned_data.teacher_score("other_fact", episode) == 0.2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_embellishing_agent_adds_details_nothing_read_states_and_the_padding_one_a_true_sentence(seed):
+    observation = [
+        {"role": "user", "content": "How long do I have to return the Sierra 5 Plus?"},
+        {"role": "tool", "content": RETURNS["sierra-5-plus-warranty"]},
+    ]
+    answer = "You have 30 days [sierra-5-plus-warranty]."
+    added = learned_data._embellish(answer, {"_observation": observation}, random.Random(seed)).removeprefix(answer)
+    details = extract_entities(added.replace("Sierra 5 Plus", ""))  # the asked product's name is the question's
+    assert details and not grounded_entities(details, extract_entities(RETURNS["sierra-5-plus-warranty"]))
+    padded = learned_data._pad(answer, {"_observation": observation}, random.Random(seed))
+    assert padded.startswith(answer) and padded.removeprefix(answer).split(":", 1)[1].strip() in RETURNS["sierra-5-plus-warranty"]
+    episode = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=padded)])
+    assert learned_data.teacher_score("padded", episode) == 0.75
+    unpadded = Trajectory(scenario_id="s", reward=1.0, messages=[Message(role="assistant", content=answer)])
+    assert learned_data.teacher_score("padded", unpadded) == 1.0  # nothing read to pad with: the answer as it was
 
 
 def test_the_outcome_told_counts_a_new_address_and_nothing_to_tell_is_all_told():
@@ -716,7 +740,7 @@ def test_features_of_any_conversation_are_finite(messages):
     assert math.isnan(features.pop("claims_unshared"))  # scored alone: no peer to agree with
     assert all(math.isfinite(v) for v in features.values())
     said = claims(trajectory)
-    share = claims_unshared([said, said, set()], [1, 1, 1])[0]
+    share = claims_unshared([said, said, said, set()], [1, 1, 1, 1])[0]
     assert math.isnan(share) if not said else share == 0.0  # nothing to compare, or all of it shared
 
 
@@ -735,6 +759,20 @@ def test_a_hedge_the_sources_make_themselves_is_not_the_answers_doubt():
     assert not hedges("It costs EUR 0.80.", seen)
 
 
+def test_a_date_the_sources_write_without_its_year_is_the_answers_dated_one():
+    history = "Order history\n#5012 - 4 Feb 2025 - delivered 7 Feb\n#5302 - 2 Apr 2025 - dispatched 4 Apr"
+    for answer, share in (
+        ("It was dispatched on 2025-04-04.", 1.0),
+        ("It was dispatched on 4 April.", 1.0),
+        ("It left on 2025-04-05.", 0.0),
+    ):
+        reply = Trajectory.from_messages(
+            [{"role": "user", "content": f"{history}\n\nHas my April order shipped?"}, {"role": "assistant", "content": answer}],
+            scenario_id="s",
+        )
+        assert trajectory_features(reply, NO_EMBEDDING)["entity_seen_share"] == share, answer
+
+
 def test_an_attempt_is_compared_only_with_the_other_attempts_at_its_task():
     right, terse, swapped, silent, elsewhere = {"num:24", "num:30"}, {"num:24"}, {"num:12", "num:30"}, set(), {"num:99"}
     shares = claims_unshared([right, terse, swapped, silent, elsewhere], ["a", "a", "a", "a", "b"])
@@ -742,6 +780,7 @@ def test_an_attempt_is_compared_only_with_the_other_attempts_at_its_task():
     assert math.isnan(shares[3])  # claims nothing: not "agrees with everyone"
     assert math.isnan(shares[4])  # alone at its task
     assert math.isnan(claims_unshared([right, silent, silent], ["a"] * 3)[0])  # its peers claim nothing
+    assert math.isnan(claims_unshared([right, swapped, silent], ["a"] * 3)[0])  # one peer: one of the two is wrong, not which
 
 
 @given(st.lists(st.tuples(st.sets(st.sampled_from("abcdef"), max_size=4), st.integers(0, 2)), max_size=8), st.randoms())
@@ -753,8 +792,8 @@ def test_agreement_is_a_share_whatever_the_order_of_the_attempts(attempts, rng):
     for position, i in enumerate(order):
         assert (math.isnan(shares[i]) and math.isnan(shuffled[position])) or shares[i] == pytest.approx(shuffled[position])
         alone = sum(k == attempts[i][1] for _, k in attempts) == 1
-        peers_silent = not any(c for j, (c, k) in enumerate(attempts) if j != i and k == attempts[i][1])
-        assert math.isnan(shares[i]) == (alone or not attempts[i][0] or peers_silent)
+        talking = sum(bool(c) for j, (c, k) in enumerate(attempts) if j != i and k == attempts[i][1])
+        assert math.isnan(shares[i]) == (alone or not attempts[i][0] or talking < 2)
         assert math.isnan(shares[i]) or 0.0 <= shares[i] <= 1.0
 
 
@@ -919,7 +958,7 @@ def test_the_shipped_training_groups_load_and_are_described():
 
 
 def test_every_handwritten_set_is_found():
-    assert SET_IDS == [f"set-{c}" for c in "abcdefghijklmno"]  # a glob that found nothing would drop the tests below
+    assert SET_IDS == [f"set-{c}" for c in "abcdefghijklmnopq"]  # a glob that found nothing would drop the tests below
 
 
 @pytest.mark.parametrize("path", HANDWRITTEN_SETS, ids=SET_IDS)

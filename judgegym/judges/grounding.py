@@ -130,7 +130,8 @@ class GroundingJudge(BatchJudge):
       worked-out number), and so do a number of days between a date A states and one A or
       the context gives ("delivered on 2025-05-03, 32 days ago") and a date a number of days
       A states from a known one ("the 30-day window closed on 2025-06-02"). A date written
-      without its year takes the context's (`facts.with_years`). ``grounding = 0.5 **
+      without its year, in A or in the context, takes the year the context places it in
+      (`facts.with_years`). ``grounding = 0.5 **
       unsupported``.
     - ``coverage``: cosine similarity of A with Q, ramped from `coverage_low` to
       `coverage_high`: does A address the question at all?
@@ -266,7 +267,7 @@ def context_chunks(text: str) -> list[str]:
 
 def _unsupported(answer: str, context: str) -> list[str]:
     stated = extract_entities(with_years(answer, context))
-    known = extract_entities(context)
+    known = extract_entities(with_years(context, context))  # "4 Apr" in a history dated 2025 is 2025-04-04
     missing = stated - known
     missing -= _dates_after(missing, known, stated)
     operands = [float(e[4:]) for e in stated & known if _is_number(e)]

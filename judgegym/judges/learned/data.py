@@ -326,6 +326,71 @@ class _SiblingAnswer(Agent):
         return _sibling_figures(action, seen, random.Random(f"{self.name}/{info.get('scenario_id')}"))
 
 
+_INVENTED = (
+    "{it} also comes with a free {thing} worth ${price}.",
+    "Members of our loyalty programme get {percent}% off {it_lower} until {date}.",
+    "Orders placed before {hour}:00 ship the same day and arrive within {days} working days.",
+    "Note that returns after {days} days carry a ${fee} restocking fee.",
+    "You can add a {months}-month accidental damage plan for ${fee}.",
+    "Our {team} team answers on {phone}, Monday to Friday, {hour}:00 to {late}:00.",
+    "{it} weighs {grams} g and runs for {hours} hours on a full charge.",
+    "If you trade in an older model you get up to ${price} off.",
+)
+"""Sentences `_embellish` fills with figures nothing seen states: offers, fees, hours and
+specifications of the kinds the knowledge base's articles give, in several structures, so
+that the head learns from what an addition claims against the sources, not from its
+wording."""
+
+
+def _embellish(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """The answer with one or two plausible details added that nothing the agent saw states
+    (a free accessory, a discount, a fee, opening hours): the fluent answer that is right on
+    what was asked and invents around it, which a careful reviewer rates about half a
+    faithful one (`teacher_score`)."""
+    seen = "\n".join(_tool_results(info))
+    names = name_runs(_question(info))
+    it = f"the {names[0]}" if names else "it"
+    added = []
+    for frame in rng.sample(_INVENTED, rng.choice((1, 2))):
+        for _ in range(20):  # figures the sources do not state
+            values = {
+                "it": it[:1].upper() + it[1:], "it_lower": it,
+                "thing": rng.choice(("carrying case", "charging dock", "screen protector", "spare strap")),
+                "price": rng.randint(15, 90), "percent": rng.choice((5, 8, 12, 15, 20)),
+                "date": f"{rng.randint(2, 28)} {rng.choice(('March', 'June', 'September', 'November'))}",
+                "hour": rng.randint(11, 15), "late": rng.randint(17, 20), "days": rng.choice((3, 5, 7, 10, 21, 40)),
+                "fee": f"{rng.randint(9, 39)}.{rng.choice(('00', '50', '99'))}", "months": rng.choice((6, 18, 36)),
+                "team": rng.choice(("customer care", "product support", "returns")),
+                "phone": f"0{rng.randint(100, 999)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}",
+                "grams": rng.randint(120, 900), "hours": rng.randint(6, 40),
+            }  # fmt: skip
+            sentence = frame.format(**values)
+            said = sentence.replace(values["it"], " ").replace(it, " ")  # the product's name is the question's, not a detail
+            if not any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\w])", seen) for f in re.findall(r"\d[\d.:]*\d|\d", said)):
+                added.append(sentence)
+                break
+    return " ".join([answer.strip(), *added])
+
+
+_PADDING = "Also worth knowing:"
+
+
+def _pad(answer: str, info: dict[str, Any], rng: random.Random) -> str:
+    """The answer with a sentence of what was read appended that the question did not ask
+    for, one stating figures the answer does not where there is one: true, but beside the
+    point. Unchanged when nothing read has such a sentence (`teacher_score` then keeps the
+    verifier's score)."""
+    stated = set(re.findall(r"\d[\d.,]*", answer))
+    sentences = [
+        s.strip()
+        for result in _tool_results(info)
+        for s in re.split(r"(?<=[.!?])\s+|\n+", result.partition("\n")[2])
+        if 40 <= len(s.strip()) <= 220 and "..." not in s and s.strip() not in answer and s.strip()[:1].isupper()
+    ]
+    figured = [s for s in sentences if re.search(r"\d", s) and not set(re.findall(r"\d[\d.,]*", s)) & stated]
+    return f"{answer.strip()} {_PADDING} {rng.choice(figured or sentences)}" if sentences else answer
+
+
 def _swap_people(answer: str, info: dict[str, Any], rng: random.Random) -> str:
     """People moved between roles: each sentence reads well, but names another's owner or lead."""
     people = list(dict.fromkeys(_PERSON.findall(answer)))
@@ -561,6 +626,8 @@ def family_agents(family: str) -> list[Agent]:
             _Rewrite(oracle(), "other_fact", _other_fact),
             _Rewrite(oracle(), "half", _half),
             _Rewrite(oracle(), "hedged", _hedge),
+            _Rewrite(oracle(), "embellished", _embellish),
+            _Rewrite(oracle(), "padded", _pad),
             *(_Rewrite(oracle(), name, rewrite) for name, rewrite in _GAMING.items()),
             _Inject(rag_baselines.SearchQuoteAgent()),
         ]
@@ -633,7 +700,9 @@ def teacher_score(label: str, trajectory: Trajectory) -> float:
       did nothing, although the verifier gives both 0. Among the harmless episodes it
       scores 0, doing part of the job ranks higher: identifying the customer, telling the
       required facts, the right end state (up to 0.4);
-    - in RagSupport, a hedged answer is worth at most half a confident one (``hedged``), and
+    - in RagSupport, a hedged answer is worth at most half a confident one (``hedged``), as is
+      one that invents details around a right answer (``embellished``); a right answer padded
+      with a true sentence beside the question three quarters of it (``padded``); and
       an answer whose figures were moved to other facts (``swapped_figures``,
       ``other_attribute``) at most 0.2, as a wrong figure is: the verifier finds each gold
       figure in it, but not where it belongs.
@@ -650,8 +719,10 @@ def teacher_score(label: str, trajectory: Trajectory) -> float:
             return -0.05
         if verified <= 0:
             return 0.1 * m.get("identified", 0.0) + 0.1 * m.get("info", 0.0) + 0.2 * m.get("db_match", 0.0)
-    if label == "hedged":
+    if label in ("hedged", "embellished"):
         return min(verified, 0.5)
+    if label == "padded" and _PADDING in trajectory.final_answer:
+        return 0.75 * verified
     if label in _MOVED_FIGURES and any(not _in_name(m) for m in _FIGURE.finditer(_CITATION.sub("", trajectory.final_answer))):
         return min(verified, 0.2)
     return verified

@@ -207,8 +207,10 @@ def claims_unshared(claimed: Sequence[set[str]], tasks: Sequence[Hashable]) -> l
     task (equal `tasks` key) do not: the mean, over its claims, of the share of those other
     attempts that make claims but not this one. NaN where there is nothing to compare: an
     attempt scored alone, one that claims nothing (an abstention, a bare "yes": it would
-    otherwise count as agreeing with everyone), or one whose peers claim nothing; a head
-    reads NaN at its training mean (`Head`), so it pushes neither way.
+    otherwise count as agreeing with everyone), or one with fewer than two peers that claim
+    something (one peer's disagreement says that one of the two is wrong, not which: it
+    would lower both alike); a head reads NaN at its training mean (`Head`), so it pushes
+    neither way.
 
     Why agreement: attempts that read the same sources and got it right tend to state the same
     figures, while a swapped figure, a sibling's price or an invented detail is each attempt's
@@ -229,7 +231,7 @@ def claims_unshared(claimed: Sequence[set[str]], tasks: Sequence[Hashable]) -> l
             continue
         talking = [p for p in peers if p]
         own = claimed[index]
-        out.append(sum(sum(c not in p for p in talking) / len(talking) for c in own) / len(own) if own and talking else math.nan)
+        out.append(sum(sum(c not in p for p in talking) / len(talking) for c in own) / len(own) if own and len(talking) >= 2 else math.nan)
     return out
 
 

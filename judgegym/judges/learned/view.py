@@ -81,9 +81,12 @@ def family_of(trajectory: Trajectory) -> str:
 
 def read_trajectory(trajectory: Trajectory) -> tuple[View, str, str]:
     """(the trajectory's view, the text its tools returned, its answer without copied
-    instructions and with years spelled out as the sources do)."""
+    instructions), each date written without its year in the answer and in what was seen
+    given the year the sources place it in (`facts.with_years`), so that "dispatched 4 Apr"
+    in an order history dated 2025 and an answer's "2025-04-04" are one date."""
     view = View.of(trajectory)
     seen = seen_text(trajectory.messages)
     if view.context:
         seen = f"{view.system}\n{seen}"
-    return view, seen, with_years(strip_copied(view.answer, [view.instructions, view.question]), f"{view.system}\n{seen}")
+    dated = f"{view.system}\n{seen}"
+    return view, with_years(seen, dated), with_years(strip_copied(view.answer, [view.instructions, view.question]), dated)
